@@ -1,0 +1,50 @@
+"""nnrt: an async neural-network runtime for Python services, in the spirit of NNAPI and LiteRT.
+
+This module only re-exports the public API.
+"""
+
+from nnrt import reference as reference
+from nnrt.errors import BadData as BadData
+from nnrt.errors import BadState as BadState
+from nnrt.errors import CacheError as CacheError
+from nnrt.errors import DeadlineMissed as DeadlineMissed
+from nnrt.errors import NnrtError as NnrtError
+from nnrt.errors import OpFailed as OpFailed
+from nnrt.errors import OutputInsufficientSize as OutputInsufficientSize
+from nnrt.errors import ResourceExhausted as ResourceExhausted
+from nnrt.errors import UnavailableDevice as UnavailableDevice
+from nnrt.errors import Unmappable as Unmappable
+from nnrt.errors import Unsupported as Unsupported
+from nnrt.model.model import Model as Model
+from nnrt.model.types import ExecutionPreference as ExecutionPreference
+from nnrt.model.types import FusedActivation as FusedActivation
+from nnrt.model.types import OperandLifetime as OperandLifetime
+from nnrt.model.types import OperandType as OperandType
+from nnrt.model.types import OperationType as OperationType
+from nnrt.model.types import PaddingCode as PaddingCode
+from nnrt.model.types import Priority as Priority
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BadData",
+    "BadState",
+    "CacheError",
+    "DeadlineMissed",
+    "ExecutionPreference",
+    "FusedActivation",
+    "Model",
+    "NnrtError",
+    "OpFailed",
+    "OperandLifetime",
+    "OperandType",
+    "OperationType",
+    "OutputInsufficientSize",
+    "PaddingCode",
+    "Priority",
+    "ResourceExhausted",
+    "UnavailableDevice",
+    "Unmappable",
+    "Unsupported",
+    "reference",
+]

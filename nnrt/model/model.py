@@ -1,0 +1,343 @@
+"""``Model``: NNAPI's model builder (``ANeuralNetworksModel_*``), frozen by ``finish()``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from nnrt.errors import BadData, BadState
+from nnrt.model.operand import (
+    ChannelQuant,
+    ConstantMemory,
+    MemoryLocation,
+    Operand,
+    dtype_of,
+    is_scalar,
+)
+from nnrt.model.operation import Operation
+from nnrt.model.types import OperandLifetime, OperandType, OperationType
+from nnrt.model.validation import check_operand, check_operand_type
+from nnrt.model.values import coerce_value
+
+__all__ = ["MAX_CONSTANT_COPY_BYTES", "Model"]
+
+#: Values up to this size are kept in the model itself (NNAPI's
+#: ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES); larger ones by reference.
+MAX_CONSTANT_COPY_BYTES = 128
+
+
+class Model:
+    """A graph of NNAPI operations over operands; immutable once :meth:`finish` succeeds.
+
+    The methods mirror ``ANeuralNetworksModel_*``. Indices are returned by :meth:`add_operand`
+    and :meth:`add_operation` in creation order, starting at 0.
+    """
+
+    def __init__(self) -> None:
+        self._operands: list[Operand] = []
+        self._operations: list[Operation] = []
+        self._inputs: tuple[int, ...] = ()
+        self._outputs: tuple[int, ...] = ()
+        self._identified = False
+        self._relaxed = False
+        self._finished = False
+        self._run_order: tuple[int, ...] = ()
+        self._inferred_dims: tuple[tuple[int, ...], ...] = ()
+
+    # -- read access -------------------------------------------------------------------------
+
+    @property
+    def operands(self) -> Sequence[Operand]:
+        """The operands, by index (do not mutate them)."""
+        return tuple(self._operands)
+
+    @property
+    def operations(self) -> Sequence[Operation]:
+        """The operations, by index."""
+        return tuple(self._operations)
+
+    @property
+    def inputs(self) -> tuple[int, ...]:
+        """Operand indices of the model inputs, in order."""
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        """Operand indices of the model outputs, in order."""
+        return self._outputs
+
+    @property
+    def relaxed(self) -> bool:
+        """Whether FLOAT32 may be computed with FLOAT16 range and precision."""
+        return self._relaxed
+
+    @property
+    def finished(self) -> bool:
+        """Whether :meth:`finish` has succeeded (the model is then immutable)."""
+        return self._finished
+
+    @property
+    def run_order(self) -> tuple[int, ...]:
+        """Operation indices in a dependency-respecting order (available after finish)."""
+        self._require_finished("run_order")
+        return self._run_order
+
+    @property
+    def inferred_dims(self) -> tuple[tuple[int, ...], ...]:
+        """Per operand, the declared dims refined by static shape inference (after finish)."""
+        self._require_finished("inferred_dims")
+        return self._inferred_dims
+
+    def operand(self, index: int) -> Operand:
+        """The operand at ``index`` (``BadData`` if out of range)."""
+        return self._operands[self._check_index(index, "operand")]
+
+    def constant_value(self, index: int) -> np.ndarray[Any, Any] | None:
+        """The value of a constant operand as a read-only array, or None if it has no value."""
+        operand = self.operand(index)
+        if operand.value is not None:
+            return operand.value
+        if operand.location is not None:
+            loc = operand.location
+            raw = loc.memory.view(loc.offset, loc.length)
+            return np.frombuffer(raw, dtype=dtype_of(operand.type)).reshape(operand.dims)
+        return None
+
+    def find_input(self, name: str) -> int:
+        """Position of the model input named ``name`` (``BadData`` listing names if unknown)."""
+        for position, index in enumerate(self._inputs):
+            if self._operands[index].name == name:
+                return position
+        known = [self._operands[i].name for i in self._inputs if self._operands[i].name]
+        raise BadData(f"model has no input named {name!r}; inputs are named {known}")
+
+    # -- building ----------------------------------------------------------------------------
+
+    def add_operand(
+        self,
+        type: OperandType | int,
+        dims: Iterable[int] = (),
+        scale: float = 0.0,
+        zero_point: int = 0,
+        *,
+        name: str | None = None,
+    ) -> int:
+        """Add an operand and return its index. A 0 in ``dims`` is an unknown dimension."""
+        self._require_mutable("add_operand")
+        index = len(self._operands)
+        where = f"operand {index}"
+        op_type = check_operand_type(type, where)
+        try:
+            dims_t = tuple(int(d) for d in dims)
+        except (TypeError, ValueError):
+            raise BadData(f"{where}: dims must be a sequence of integers, got {dims!r}") from None
+        operand = Operand(op_type, dims_t, float(scale), int(zero_point), name=name)
+        check_operand(operand, where)
+        self._operands.append(operand)
+        return index
+
+    def set_operand_value(self, index: int, value: Any) -> None:
+        """Give operand ``index`` a constant value; ``None`` marks an omitted optional input.
+
+        Values of at most 128 bytes are kept as CONSTANT_COPY, larger ones as CONSTANT_REFERENCE.
+        The value is copied: later changes to ``value`` do not affect the model.
+        """
+        operand = self._settable(index, "set_operand_value")
+        where = f"operand {index} ({operand.describe()})"
+        if value is None:
+            operand.lifetime = OperandLifetime.NO_VALUE
+            operand.value = None
+            operand.location = None
+            return
+        if operand.type == OperandType.SUBGRAPH:
+            raise BadData(f"{where}: use set_operand_value_from_model for SUBGRAPH operands")
+        self._require_specified(operand, where)
+        arr = coerce_value(operand, value, where)
+        if not is_scalar(operand.type):
+            if arr.size != math.prod(operand.dims):
+                raise BadData(
+                    f"{where}: value has {arr.size} elements (shape {arr.shape}), operand needs "
+                    f"{math.prod(operand.dims)} (dims {operand.dims})"
+                )
+            arr = arr.reshape(operand.dims)
+        arr = np.array(arr, copy=True, order="C")
+        arr.flags.writeable = False
+        operand.value = arr
+        operand.location = None
+        operand.lifetime = (
+            OperandLifetime.CONSTANT_COPY
+            if arr.nbytes <= MAX_CONSTANT_COPY_BYTES
+            else OperandLifetime.CONSTANT_REFERENCE
+        )
+
+    def set_operand_value_from_memory(
+        self, index: int, memory: ConstantMemory, offset: int, length: int
+    ) -> None:
+        """Make operand ``index`` a CONSTANT_REFERENCE to ``length`` bytes of ``memory``."""
+        operand = self._settable(index, "set_operand_value_from_memory")
+        where = f"operand {index} ({operand.describe()})"
+        if not isinstance(memory, ConstantMemory):
+            raise BadData(f"{where}: memory must offer .size and .view(offset, length), "
+                          f"got {type(memory).__name__}")
+        if operand.type == OperandType.SUBGRAPH:
+            raise BadData(f"{where}: use set_operand_value_from_model for SUBGRAPH operands")
+        self._require_specified(operand, where)
+        offset, length = int(offset), int(length)
+        if offset < 0 or length < 0 or offset + length > memory.size:
+            raise BadData(f"{where}: [{offset}, {offset + length}) is outside the memory "
+                          f"(size {memory.size})")
+        if length != operand.byte_size():
+            raise BadData(f"{where}: length {length} does not match the operand's "
+                          f"{operand.byte_size()} bytes")
+        itemsize = dtype_of(operand.type).itemsize
+        if offset % itemsize:
+            raise BadData(f"{where}: offset {offset} is not aligned to the element size "
+                          f"{itemsize}")
+        operand.value = None
+        operand.location = MemoryLocation(memory, offset, length)
+        operand.lifetime = OperandLifetime.CONSTANT_REFERENCE
+
+    def set_operand_symm_per_channel_quant_params(
+        self, index: int, channel_dim: int, scales: Sequence[float]
+    ) -> None:
+        """Set the per-channel scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL operand."""
+        operand = self._operand_for("set_operand_symm_per_channel_quant_params", index)
+        where = f"operand {index} ({operand.describe()})"
+        if operand.type != OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            raise BadData(f"{where}: per-channel quantisation needs "
+                          "TENSOR_QUANT8_SYMM_PER_CHANNEL")
+        quant = ChannelQuant(int(channel_dim), tuple(float(s) for s in scales))
+        previous = operand.channel_quant
+        operand.channel_quant = quant
+        try:
+            check_operand(operand, where)
+        except BadData:
+            operand.channel_quant = previous
+            raise
+
+    def set_operand_value_from_model(self, index: int, model: Model) -> None:
+        """Make SUBGRAPH operand ``index`` refer to ``model`` (finished) for IF / WHILE."""
+        operand = self._settable(index, "set_operand_value_from_model")
+        where = f"operand {index} ({operand.describe()})"
+        if operand.type != OperandType.SUBGRAPH:
+            raise BadData(f"{where}: only SUBGRAPH operands take a model value")
+        if not isinstance(model, Model):
+            raise BadData(f"{where}: expected an nnrt.Model, got {type(model).__name__}")
+        if model is self or not model.finished:
+            raise BadData(f"{where}: the referenced model must be another, finished model")
+        operand.subgraph = model
+        operand.lifetime = OperandLifetime.SUBGRAPH
+
+    def add_operation(
+        self, type: OperationType | int, inputs: Sequence[int], outputs: Sequence[int]
+    ) -> int:
+        """Add an operation reading ``inputs`` and writing ``outputs``; returns its index."""
+        self._require_mutable("add_operation")
+        index = len(self._operations)
+        try:
+            op_type = OperationType(int(type))
+        except (TypeError, ValueError):
+            raise BadData(f"operation {index}: unknown operation type {type!r}") from None
+        where = f"operation {index} ({op_type.name})"
+        ins = tuple(self._check_index(i, f"{where}, input") for i in inputs)
+        outs = tuple(self._check_index(i, f"{where}, output") for i in outputs)
+        if not outs:
+            raise BadData(f"{where}: an operation needs at least one output")
+        self._operations.append(Operation(op_type, ins, outs))
+        return index
+
+    def identify_inputs_and_outputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        """Declare which operands are the model's inputs and outputs, in order."""
+        self._require_mutable("identify_inputs_and_outputs")
+        ins = tuple(self._check_index(i, "model input") for i in inputs)
+        outs = tuple(self._check_index(i, "model output") for i in outputs)
+        for role, indices in (("input", ins), ("output", outs)):
+            seen: set[int] = set()
+            for i in indices:
+                if i in seen:
+                    raise BadData(f"model {role}: operand {i} is listed twice")
+                seen.add(i)
+                operand = self._operands[i]
+                if operand.lifetime not in (OperandLifetime.TEMPORARY_VARIABLE,
+                                            OperandLifetime.SUBGRAPH_INPUT,
+                                            OperandLifetime.SUBGRAPH_OUTPUT):
+                    raise BadData(f"model {role}: operand {i} already has a value "
+                                  f"({operand.lifetime.name})")
+        both = set(ins) & set(outs)
+        if both:
+            raise BadData(f"operand {min(both)} cannot be both a model input and a model output")
+        for i in (*self._inputs, *self._outputs):
+            self._operands[i].lifetime = OperandLifetime.TEMPORARY_VARIABLE
+        for i in ins:
+            self._operands[i].lifetime = OperandLifetime.SUBGRAPH_INPUT
+        for i in outs:
+            self._operands[i].lifetime = OperandLifetime.SUBGRAPH_OUTPUT
+        self._inputs, self._outputs = ins, outs
+        self._identified = True
+
+    def relax_computation_float32_to_float16(self, flag: bool) -> None:
+        """Allow FLOAT32 operations to be computed with FLOAT16 range and precision."""
+        self._require_mutable("relax_computation_float32_to_float16")
+        self._relaxed = bool(flag)
+
+    def finish(self) -> Model:
+        """Validate the whole model (NNAPI rules, op by op) and freeze it; returns ``self``.
+
+        Raises ``BadData`` naming the operation, operand and rule for the first problem found.
+        """
+        self._require_mutable("finish")
+        from nnrt.model.validation import check_graph  # noqa: PLC0415
+        from nnrt.ops.inference import check_operations  # noqa: PLC0415 - ops sit beside model
+
+        if not self._identified:
+            raise BadData("model inputs and outputs are not identified: call "
+                          "identify_inputs_and_outputs before finish")
+        run_order = check_graph(self)
+        inferred = check_operations(self, run_order)
+        self._run_order = run_order
+        self._inferred_dims = inferred
+        self._finished = True
+        return self
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _check_index(self, index: int, what: str) -> int:
+        if isinstance(index, bool) or not isinstance(index, int | np.integer):
+            raise BadData(f"{what}: operand index must be an integer, got {index!r}")
+        if not 0 <= int(index) < len(self._operands):
+            raise BadData(f"{what}: operand index {index} is out of range "
+                          f"(the model has {len(self._operands)} operands)")
+        return int(index)
+
+    def _require_mutable(self, method: str) -> None:
+        if self._finished:
+            raise BadState(f"Model.{method}: the model is finished and can no longer change")
+
+    def _require_finished(self, what: str) -> None:
+        if not self._finished:
+            raise BadState(f"Model.{what} is only available after finish()")
+
+    def _operand_for(self, method: str, index: int) -> Operand:
+        self._require_mutable(method)
+        return self._operands[self._check_index(index, f"{method}: operand")]
+
+    def _settable(self, index: int, method: str) -> Operand:
+        operand = self._operand_for(method, index)
+        if operand.lifetime in (OperandLifetime.SUBGRAPH_INPUT, OperandLifetime.SUBGRAPH_OUTPUT):
+            role = "input" if operand.lifetime == OperandLifetime.SUBGRAPH_INPUT else "output"
+            raise BadData(f"operand {index}: a model {role} cannot have a constant value")
+        return operand
+
+    @staticmethod
+    def _require_specified(operand: Operand, where: str) -> None:
+        if not operand.fully_specified:
+            raise BadData(f"{where}: a constant needs fully specified dims, got {operand.dims}")
+
+    def __repr__(self) -> str:
+        state = "finished" if self._finished else "building"
+        return (f"<nnrt.Model {state}: {len(self._operands)} operands, "
+                f"{len(self._operations)} operations, inputs {list(self._inputs)}, "
+                f"outputs {list(self._outputs)}>")

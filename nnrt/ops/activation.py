@@ -1,0 +1,1 @@
+"""activation operations (not yet written)."""

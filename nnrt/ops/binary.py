@@ -1,0 +1,86 @@
+"""Element-wise binary arithmetic with broadcasting: ADD, SUB, MUL, DIV.
+
+NNAPI signature (all four): input 0 and 1 tensors of the same type, rank ≤ 4, broadcastable;
+input 2 an INT32 fused-activation code; output 0 of the inputs' type and broadcast shape.
+TENSOR_INT32 (feature level 4) requires activation NONE; integer DIV rounds toward -infinity.
+Float kernels compute in float64 and round once to the output type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nnrt.model.types import FusedActivation, OperandType, OperationType
+from nnrt.ops.context import ExecutionContext, OperationContext
+from nnrt.ops.fused import apply_activation
+from nnrt.ops.registry import OperationDef, Shape, add_definition
+from nnrt.ops.shapes import broadcast_shapes
+
+T = OperandType
+
+INPUT1, INPUT2, ACTIVATION = 0, 1, 2
+
+_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+          T.TENSOR_QUANT8_ASYMM_SIGNED)
+_KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
+
+Array = np.ndarray[Any, Any]
+
+
+def _validate(ctx: OperationContext) -> None:
+    ctx.expect_counts(3, 1)
+    t = ctx.expect_type(INPUT1, *_TYPES)
+    ctx.expect_type(INPUT2, *_TYPES)
+    ctx.expect_same_type(INPUT2, INPUT1)
+    ctx.expect_activation(ACTIVATION)
+    ctx.expect_output_like_input(0, INPUT1)
+    for i in (INPUT1, INPUT2):
+        ctx.expect_rank_between(i, 1, 4)
+    if t == T.TENSOR_INT32 and ctx.constant(ACTIVATION) not in (None, FusedActivation.NONE):
+        ctx.fail("TENSOR_INT32 requires fused activation NONE", input=ACTIVATION)
+
+
+def _prepare(ctx: OperationContext) -> list[Shape]:
+    return [broadcast_shapes(ctx, ctx.shape(INPUT1), ctx.shape(INPUT2))]
+
+
+def _int_div(a: Array, b: Array) -> Array:
+    return np.floor_divide(a, b)
+
+
+_FLOAT_FUNCS: dict[OperationType, Callable[[Array, Array], Array]] = {
+    OperationType.ADD: np.add,
+    OperationType.SUB: np.subtract,
+    OperationType.MUL: np.multiply,
+    OperationType.DIV: np.divide,
+}
+_INT_FUNCS: dict[OperationType, Callable[[Array, Array], Array]] = {
+    OperationType.ADD: np.add,
+    OperationType.SUB: np.subtract,
+    OperationType.MUL: np.multiply,
+    OperationType.DIV: _int_div,
+}
+
+
+def _execute(ctx: ExecutionContext) -> list[Array]:
+    a, b = ctx.tensor(INPUT1), ctx.tensor(INPUT2)
+    activation = ctx.scalar(ACTIVATION)
+    if ctx.input_type(INPUT1) == T.TENSOR_INT32:
+        if activation != FusedActivation.NONE:
+            ctx.fail("TENSOR_INT32 requires fused activation NONE", input=ACTIVATION)
+        if ctx.op_type == OperationType.DIV and np.any(b == 0):
+            ctx.fail("integer division by zero", input=INPUT2)
+        return [_INT_FUNCS[ctx.op_type](a.astype(np.int64), b.astype(np.int64))
+                .astype(np.int32)]
+    result = _FLOAT_FUNCS[ctx.op_type](a.astype(np.float64), b.astype(np.float64))
+    return [apply_activation(result, activation)]
+
+
+for _op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
+    add_definition(OperationDef(
+        type=_op, validate=_validate, prepare=_prepare, execute=_execute,
+        inputs=("input1", "input2", "activation"), kernel_types=_KERNEL_TYPES,
+    ))

@@ -1,0 +1,1 @@
+"""comparison operations (not yet written)."""

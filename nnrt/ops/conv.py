@@ -1,0 +1,1 @@
+"""conv operations (not yet written)."""

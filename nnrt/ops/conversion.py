@@ -1,0 +1,1 @@
+"""conversion operations (not yet written)."""

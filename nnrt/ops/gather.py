@@ -1,0 +1,1 @@
+"""gather operations (not yet written)."""

@@ -1,0 +1,1 @@
+"""matmul operations (not yet written)."""

@@ -1,0 +1,1 @@
+"""normalization operations (not yet written)."""

@@ -1,0 +1,1 @@
+"""pad operations (not yet written)."""

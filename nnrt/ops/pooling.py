@@ -1,0 +1,1 @@
+"""pooling operations (not yet written)."""

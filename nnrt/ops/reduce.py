@@ -1,0 +1,1 @@
+"""reduce operations (not yet written)."""

@@ -1,0 +1,1 @@
+"""reshape operations (not yet written)."""

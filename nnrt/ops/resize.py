@@ -1,0 +1,1 @@
+"""resize operations (not yet written)."""

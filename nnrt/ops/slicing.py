@@ -1,0 +1,1 @@
+"""slicing operations (not yet written)."""

@@ -1,0 +1,1 @@
+"""softmax operations (not yet written)."""

@@ -1,0 +1,1 @@
+"""space operations (not yet written)."""

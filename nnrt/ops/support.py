@@ -1,0 +1,46 @@
+"""Which operations of a model the reference kernels implement, and why not the others."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nnrt.errors import Unsupported
+from nnrt.ops.context import OperationContext
+from nnrt.ops.registry import lookup
+
+if TYPE_CHECKING:
+    from nnrt.model.model import Model
+
+__all__ = ["check_supported", "unsupported_reason"]
+
+
+def unsupported_reason(model: Model, op_index: int) -> str | None:
+    """Why operation ``op_index`` of ``model`` cannot run on the reference kernels, or None."""
+    op = model.operations[op_index]
+    definition = lookup(op.type)
+    if definition is None:
+        return f"{op.type.name} has no reference kernel yet"
+    ctx = OperationContext(model.operands, op, op_index, definition, relaxed=model.relaxed,
+                           constant=model.constant_value)
+    slot = definition.type_input
+    if slot < ctx.n_inputs and not ctx.is_omitted(slot):
+        t = ctx.input_type(slot)
+        if t not in definition.kernel_types:
+            implemented = ", ".join(sorted(x.name for x in definition.kernel_types)) or "none"
+            return (f"the {t.name} variant of {op.type.name} is not implemented yet "
+                    f"(implemented: {implemented})")
+    if definition.supports is not None:
+        return definition.supports(ctx)
+    return None
+
+
+def check_supported(model: Model) -> None:
+    """Raise ``Unsupported`` listing every operation the reference kernels cannot run."""
+    problems = []
+    for op_index in range(len(model.operations)):
+        reason = unsupported_reason(model, op_index)
+        if reason is not None:
+            op = model.operations[op_index]
+            problems.append(f"operation {op_index} ({op.type.name}): {reason}")
+    if problems:
+        raise Unsupported("unsupported operations: " + "; ".join(problems))

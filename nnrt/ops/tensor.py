@@ -1,0 +1,1 @@
+"""tensor operations (not yet written)."""

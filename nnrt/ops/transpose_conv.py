@@ -1,0 +1,1 @@
+"""transpose_conv operations (not yet written)."""

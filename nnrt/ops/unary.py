@@ -1,0 +1,1 @@
+"""unary operations (not yet written)."""

@@ -1,0 +1,42 @@
+"""Every conformance case, by operation family."""
+
+from __future__ import annotations
+
+from nnrt.testing.cases import (
+    activation,
+    binary,
+    comparison,
+    conv,
+    conversion,
+    gather,
+    matmul,
+    normalization,
+    pad,
+    pooling,
+    reduce,
+    reshape,
+    resize,
+    slicing,
+    softmax,
+    space,
+    tensor,
+    transpose_conv,
+    unary,
+)
+from nnrt.testing.spec import OpCase
+
+__all__ = ["all_cases"]
+
+_FAMILIES = (activation, binary, comparison, conv, conversion, gather, matmul, normalization, pad,
+             pooling, reduce, reshape, resize, slicing, softmax, space, tensor, transpose_conv,
+             unary)
+
+
+def all_cases() -> list[OpCase]:
+    """Every case of every family; names are unique."""
+    cases = [case for family in _FAMILIES for case in family.CASES]
+    names = [c.name for c in cases]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise RuntimeError(f"duplicate conformance case names: {duplicates}")
+    return cases
