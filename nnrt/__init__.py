@@ -15,6 +15,9 @@ from nnrt.errors import ResourceExhausted as ResourceExhausted
 from nnrt.errors import UnavailableDevice as UnavailableDevice
 from nnrt.errors import Unmappable as Unmappable
 from nnrt.errors import Unsupported as Unsupported
+from nnrt.model.builder import ModelBuilder as ModelBuilder
+from nnrt.model.builder import Omitted as Omitted
+from nnrt.model.builder import Tensor as Tensor
 from nnrt.model.model import Model as Model
 from nnrt.model.types import ExecutionPreference as ExecutionPreference
 from nnrt.model.types import FusedActivation as FusedActivation
@@ -34,7 +37,9 @@ __all__ = [
     "ExecutionPreference",
     "FusedActivation",
     "Model",
+    "ModelBuilder",
     "NnrtError",
+    "Omitted",
     "OpFailed",
     "OperandLifetime",
     "OperandType",
@@ -43,6 +48,7 @@ __all__ = [
     "PaddingCode",
     "Priority",
     "ResourceExhausted",
+    "Tensor",
     "UnavailableDevice",
     "Unmappable",
     "Unsupported",

@@ -331,6 +331,11 @@ class Model:
             raise BadData(f"operand {index}: a model {role} cannot have a constant value")
         return operand
 
+    def _refine_dims(self, index: int, dims: tuple[int, ...]) -> None:
+        """Set the dims of a not-yet-finished operand (the builder's inferred shapes)."""
+        self._require_mutable("_refine_dims")
+        self._operands[index].dims = tuple(dims)
+
     @staticmethod
     def _require_specified(operand: Operand, where: str) -> None:
         if not operand.fully_specified:

@@ -34,7 +34,7 @@ _PY_SCALAR: dict[OperandType, Callable[[Any], Any]] = {
 }
 
 
-class Unknown(Exception):  # noqa: N818 - a signal, not an error
+class Unknown(Exception):
     """A shape or value is not known before execution (static contexts only)."""
 
 
@@ -82,7 +82,8 @@ class OperationContext:
         """``"operation 3 (CONV_2D), input 1 (filter)"``: the location for an error message."""
         text = f"operation {self.index} ({self.operation.type.name})"
         if input is not None:
-            name = self.definition.input_name(input) if self.definition else None
+            name = (self.definition.input_name(input, self.n_inputs) if self.definition
+                    else None)
             text += f", input {input}" + (f" ({name})" if name else "")
         elif output is not None:
             name = self.definition.output_name(output) if self.definition else None

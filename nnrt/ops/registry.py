@@ -70,10 +70,16 @@ class OperationDef:
     type_input: int = 0
     #: Optional finer check: returns why a valid operation is not implemented, or None.
     supports: Supports | None = None
+    #: Input names per input count, for ops whose signatures put different operands in the same
+    #: slot (e.g. explicit vs implicit padding); counts not listed use ``inputs``.
+    signatures: Mapping[int, tuple[str, ...]] | None = None
 
-    def input_name(self, slot: int) -> str | None:
-        """The name of input ``slot``, if the definition names it."""
-        return self.inputs[slot] if 0 <= slot < len(self.inputs) else None
+    def input_name(self, slot: int, n_inputs: int | None = None) -> str | None:
+        """The name of input ``slot`` in the signature with ``n_inputs`` inputs, if named."""
+        names = self.inputs
+        if self.signatures is not None and n_inputs in self.signatures:
+            names = self.signatures[n_inputs]
+        return names[slot] if 0 <= slot < len(names) else None
 
     def output_name(self, slot: int) -> str | None:
         """The name of output ``slot``, if the definition names it."""
@@ -100,6 +106,7 @@ def register(
     outputs: Sequence[str] = ("output",),
     kernel_types: frozenset[OperandType] | set[OperandType],
     type_input: int = 0,
+    signatures: Mapping[int, Sequence[str]] | None = None,
 ) -> Callable[[type[T]], type[T]]:
     """Class decorator registering the class's ``validate``, ``prepare`` and ``execute``."""
 
@@ -115,6 +122,8 @@ def register(
                 kernel_types=frozenset(kernel_types),
                 type_input=type_input,
                 supports=getattr(cls, "supports", None),
+                signatures=({n: tuple(names) for n, names in signatures.items()}
+                            if signatures is not None else None),
             )
         )
         return cls

@@ -107,8 +107,9 @@ def _check_close(where: str, got: np.ndarray[Any, Any], want: np.ndarray[Any, An
                  atol: float, rtol: float) -> None:
     both_nan = np.isnan(got) & np.isnan(want)
     same_inf = np.isinf(want) & (got == want)
-    err = np.abs(got - want)
-    ok = both_nan | same_inf | (err <= atol + rtol * np.abs(want))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(got - want)
+        ok = both_nan | same_inf | (err <= atol + rtol * np.abs(want))
     if not np.all(ok):
         bad = np.argwhere(~ok)[:5]
         detail = ", ".join(f"{tuple(int(k) for k in i)}: got {got[tuple(i)]!r} want "

@@ -1,0 +1,32 @@
+"""ruff and mypy are part of the test suite, so CI enforces them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(Path(sys.executable).parent))
+    if path is None:
+        pytest.fail(f"{name} is not installed in the test environment (pip install -e '.[test]')")
+    return path
+
+
+def test_ruff_clean() -> None:
+    result = subprocess.run([_tool("ruff"), "check", "nnrt", "tests", "examples"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.timeout(600)
+def test_mypy_clean() -> None:
+    result = subprocess.run([_tool("mypy"), "nnrt/"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

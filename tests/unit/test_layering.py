@@ -1,0 +1,50 @@
+"""Dependencies point downward: model/ops at the bottom, nothing there imports higher layers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nnrt
+
+ROOT = Path(nnrt.__file__).parent
+# package -> packages it must never import
+FORBIDDEN = {
+    "model": {"runtime", "driver", "drivers", "ipc", "memory", "cache", "cli", "onnx", "testing"},
+    "ops": {"runtime", "driver", "drivers", "ipc", "memory", "cache", "cli", "onnx", "testing"},
+    "testing": {"runtime", "cli"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_lower_layers_do_not_import_higher_ones() -> None:
+    problems = []
+    for package, forbidden in FORBIDDEN.items():
+        for path in (ROOT / package).rglob("*.py"):
+            for name in _imports(path):
+                parts = name.split(".")
+                if parts[0] == "nnrt" and len(parts) > 1 and parts[1] in forbidden:
+                    problems.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not problems, problems
+
+
+def test_case_files_never_import_the_kernels() -> None:
+    for path in (ROOT / "testing" / "cases").glob("*.py"):
+        for name in _imports(path):
+            assert not name.startswith("nnrt.ops"), f"{path.name} imports {name}"
+
+
+def test_no_pickle_anywhere() -> None:
+    for path in ROOT.rglob("*.py"):
+        names = _imports(path)
+        assert "pickle" not in names and "cloudpickle" not in names, path
