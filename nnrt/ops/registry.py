@@ -77,7 +77,7 @@ class OperationDef:
     def input_name(self, slot: int, n_inputs: int | None = None) -> str | None:
         """The name of input ``slot`` in the signature with ``n_inputs`` inputs, if named."""
         names = self.inputs
-        if self.signatures is not None and n_inputs in self.signatures:
+        if self.signatures is not None and n_inputs is not None and n_inputs in self.signatures:
             names = self.signatures[n_inputs]
         return names[slot] if 0 <= slot < len(names) else None
 

@@ -1,0 +1,85 @@
+"""Helpers shared by the resize and space/depth/batch families: layout flags, NHWC views and the
+"output quantised like input 0" rule.
+
+NNAPI's image operations take an optional BOOL ``layout`` input (false: NHWC, the default; true:
+NCHW). The kernels work in NHWC: ``to_nhwc`` / ``from_nhwc`` convert shapes and arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nnrt.model.types import OperandType
+from nnrt.ops.context import OperationContext
+from nnrt.ops.registry import Shape
+
+__all__ = [
+    "QUANT8_TYPES",
+    "IMAGE_TYPES",
+    "Array",
+    "expect_bool_flags",
+    "expect_output_quant_like_input",
+    "flag",
+    "from_nhwc",
+    "from_nhwc_array",
+    "to_nhwc",
+    "to_nhwc_array",
+]
+
+T = OperandType
+Array = np.ndarray[Any, Any]
+
+#: The quantised tensor types these families validate (their kernels are not implemented).
+QUANT8_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+#: Every input tensor type NNAPI defines for the resize and space/depth/batch operations.
+IMAGE_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, *QUANT8_TYPES)
+
+_TO_NHWC = (0, 2, 3, 1)
+_TO_NCHW = (0, 3, 1, 2)
+
+
+def flag(ctx: OperationContext, i: int) -> bool:
+    """Value of the optional BOOL input ``i``: false when absent or omitted (NO_VALUE).
+
+    Raises ``Unknown`` in a static context when the flag is not a constant.
+    """
+    if ctx.is_omitted(i):
+        return False
+    return bool(ctx.scalar(i))
+
+
+def expect_bool_flags(ctx: OperationContext, first: int) -> None:
+    """Require inputs ``first`` .. last given to be BOOL scalars (each may be omitted)."""
+    for i in range(first, ctx.n_inputs):
+        ctx.expect_optional_type(i, T.BOOL)
+
+
+def expect_output_quant_like_input(ctx: OperationContext, j: int = 0, i: int = 0) -> None:
+    """For quantised types, require output ``j`` to have input ``i``'s scale and zero point."""
+    src, dst = ctx.operand(i), ctx.output_operand(j)
+    if dst.type in QUANT8_TYPES and dst.type == src.type and (
+            dst.scale != src.scale or dst.zero_point != src.zero_point):
+        ctx.fail(f"expected the scale and zero point of input {i} ({src.scale}, "
+                 f"{src.zero_point}), got ({dst.scale}, {dst.zero_point})", output=j)
+
+
+def to_nhwc(shape: Shape, nchw: bool) -> Shape:
+    """A 4-D shape given in the operation's layout, as NHWC."""
+    return tuple(shape[k] for k in _TO_NHWC) if nchw else tuple(shape)
+
+
+def from_nhwc(shape: Shape, nchw: bool) -> Shape:
+    """A 4-D NHWC shape, in the operation's layout."""
+    return tuple(shape[k] for k in _TO_NCHW) if nchw else tuple(shape)
+
+
+def to_nhwc_array(x: Array, nchw: bool) -> Array:
+    """A 4-D array given in the operation's layout, as NHWC."""
+    return np.transpose(x, _TO_NHWC) if nchw else x
+
+
+def from_nhwc_array(x: Array, nchw: bool) -> Array:
+    """A 4-D NHWC array, in the operation's layout."""
+    return np.transpose(x, _TO_NCHW) if nchw else x
