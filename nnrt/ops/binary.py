@@ -1,9 +1,19 @@
-"""Element-wise binary arithmetic with broadcasting: ADD, SUB, MUL, DIV.
+"""Element-wise binary arithmetic with broadcasting: ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW.
 
-NNAPI signature (all four): input 0 and 1 tensors of the same type, rank ≤ 4, broadcastable;
-input 2 an INT32 fused-activation code; output 0 of the inputs' type and broadcast shape.
-TENSOR_INT32 (feature level 4) requires activation NONE; integer DIV rounds toward -infinity.
-Float kernels compute in float64 and round once to the output type.
+NNAPI signatures:
+
+* ADD, SUB, MUL, DIV: input 0 and 1 tensors of the same type, rank ≤ 4, broadcastable; input 2
+  an INT32 fused-activation code; output 0 of the inputs' type and broadcast shape.
+  TENSOR_INT32 (feature level 4) requires activation NONE; integer DIV rounds toward -infinity.
+* MAXIMUM, MINIMUM: input 0 and 1 tensors of the same type among TENSOR_FLOAT16 / FLOAT32 /
+  INT32 / QUANT8_ASYMM / QUANT8_ASYMM_SIGNED, rank ≥ 1, broadcastable; output 0 of that type
+  (quantised inputs and output may each have their own scale and zero point).
+* POW: input 0 (base) and input 1 (exponent) TENSOR_FLOAT16 or TENSOR_FLOAT32 of the same type,
+  rank ≤ 4, broadcastable; output 0 of that type. Follows C ``pow`` (negative base with a
+  non-integer exponent gives NaN, ``0 ** negative`` gives inf).
+
+Float kernels compute in float64 and round once to the output type. Quantised MAXIMUM / MINIMUM
+validate but are not implemented by the reference kernels.
 """
 
 from __future__ import annotations
@@ -84,3 +94,86 @@ for _op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationTy
         type=_op, validate=_validate, prepare=_prepare, execute=_execute,
         inputs=("input1", "input2", "activation"), kernel_types=_KERNEL_TYPES,
     ))
+
+
+# -- MAXIMUM, MINIMUM, POW --------------------------------------------------------------------
+
+_MAX_MIN_KERNELS = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
+_POW_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+
+
+def expect_min_rank(ctx: OperationContext, i: int, low: int = 1) -> None:
+    """Require tensor input ``i`` to have rank ≥ ``low`` when its rank is known.
+
+    NNAPI's "Supported tensor rank: from 1". A declared operand cannot have rank 0 (empty dims
+    mean unknown rank), so this only bites on actual values, i.e. when called from ``prepare``.
+    """
+    rank = ctx.rank_or_none(i)
+    if rank is not None and rank < low:
+        ctx.fail(f"expected rank of at least {low}, got {rank}", input=i)
+
+
+def _check_max_min_ranks(ctx: OperationContext) -> None:
+    for i in (INPUT1, INPUT2):
+        expect_min_rank(ctx, i)
+
+
+def _validate_max_min(ctx: OperationContext) -> None:
+    ctx.expect_counts(2, 1)
+    ctx.expect_type(INPUT1, *_TYPES)
+    ctx.expect_type(INPUT2, *_TYPES)
+    ctx.expect_same_type(INPUT2, INPUT1)
+    ctx.expect_output_like_input(0, INPUT1)
+    _check_max_min_ranks(ctx)
+
+
+def _prepare_max_min(ctx: OperationContext) -> list[Shape]:
+    _check_max_min_ranks(ctx)
+    return [broadcast_shapes(ctx, ctx.shape(INPUT1), ctx.shape(INPUT2))]
+
+
+def _execute_max_min(ctx: ExecutionContext) -> list[Array]:
+    a, b = ctx.tensor(INPUT1), ctx.tensor(INPUT2)
+    pick = np.maximum if ctx.op_type == OperationType.MAXIMUM else np.minimum
+    if ctx.input_type(INPUT1) == T.TENSOR_INT32:
+        return [pick(a, b).astype(np.int32)]
+    # NaN in either input propagates to the output.
+    return [pick(a.astype(np.float64), b.astype(np.float64))]
+
+
+def _check_pow_ranks(ctx: OperationContext) -> None:
+    for i in (INPUT1, INPUT2):
+        ctx.expect_rank_between(i, 0, 4)
+
+
+def _validate_pow(ctx: OperationContext) -> None:
+    ctx.expect_counts(2, 1)
+    ctx.expect_type(INPUT1, *_POW_TYPES)
+    ctx.expect_type(INPUT2, *_POW_TYPES)
+    ctx.expect_same_type(INPUT2, INPUT1)
+    ctx.expect_output_like_input(0, INPUT1)
+    _check_pow_ranks(ctx)
+
+
+def _prepare_pow(ctx: OperationContext) -> list[Shape]:
+    _check_pow_ranks(ctx)
+    return [broadcast_shapes(ctx, ctx.shape(INPUT1), ctx.shape(INPUT2))]
+
+
+def _execute_pow(ctx: ExecutionContext) -> list[Array]:
+    base = ctx.tensor(INPUT1).astype(np.float64)
+    exponent = ctx.tensor(INPUT2).astype(np.float64)
+    # Round to the output type here, under the kernel's errstate: POW may overflow float16.
+    return [np.power(base, exponent).astype(ctx.output_dtype(0))]
+
+
+for _op in (OperationType.MAXIMUM, OperationType.MINIMUM):
+    add_definition(OperationDef(
+        type=_op, validate=_validate_max_min, prepare=_prepare_max_min,
+        execute=_execute_max_min, inputs=("input1", "input2"), kernel_types=_MAX_MIN_KERNELS,
+    ))
+
+add_definition(OperationDef(
+    type=OperationType.POW, validate=_validate_pow, prepare=_prepare_pow, execute=_execute_pow,
+    inputs=("base", "exponent"), kernel_types=frozenset(_POW_TYPES),
+))

@@ -101,7 +101,8 @@ def execute_operation(model: Model, op_index: int, values: dict[int, np.ndarray[
         arr = np.asarray(result)
         dtype = dtype_of(operand.type)
         if arr.dtype != dtype:
-            arr = arr.astype(dtype)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow to ±inf is NNAPI's
+                arr = arr.astype(dtype)
         if slot < len(shapes) and arr.shape != shapes[slot]:
             raise OpFailed(f"{ctx.where(output=slot)}: kernel produced shape {arr.shape}, "
                            f"prepare computed {shapes[slot]}")

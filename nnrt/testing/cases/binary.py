@@ -1,7 +1,8 @@
-"""Conformance cases for ADD, SUB, MUL, DIV (float64 references written independently)."""
+"""Conformance cases for ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW (independent float64 references)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -62,4 +63,85 @@ CASES += [
     # Integer DIV rounds toward negative infinity (NNAPI feature level 4).
     OpCase("div_int32_floor", Op.DIV, (i32(_IA), i32(_IB), i32s(0)),
            (out(T.TENSOR_INT32, (2, 3), [[3, -4, -3], [-3, -15, 1]]),)),
+]
+
+# -- MAXIMUM, MINIMUM --------------------------------------------------------------------------
+# References pick with explicit comparisons (not np.maximum / np.minimum).
+
+
+def _pick_max(a: Any, b: Any) -> list[Any]:
+    a, b = np.broadcast_arrays(a, b)
+    return [np.where(a >= b, a, b)]
+
+
+def _pick_min(a: Any, b: Any) -> list[Any]:
+    a, b = np.broadcast_arrays(a, b)
+    return [np.where(a <= b, a, b)]
+
+
+# Infinite results are checked in tests/unit/ops/test_binary_rules.py (nnrt.testing.check
+# cannot compare equal infinities without a RuntimeWarning yet).
+_MM = np.array([[-2.5, 0.75, 30.0], [1.5, -30.0, 8.0]], np.float32)
+_MM_B = np.array([[1.25, 0.75, 0.5], [-2.0, 0.5, 8.0]], np.float32)
+
+for _op, _ref in ((Op.MAXIMUM, _pick_max), (Op.MINIMUM, _pick_min)):
+    _name = _op.name.lower()
+    CASES += [
+        OpCase(f"{_name}_same_shape", _op, (f32(_MM), f32(_MM_B)),
+               (out(T.TENSOR_FLOAT32, (2, 3)),), reference=_ref),
+        OpCase(f"{_name}_broadcast", _op, (f32(_MM_B.reshape(2, 1, 3)), f32(_ROW)),
+               (out(T.TENSOR_FLOAT32, (2, 1, 3)),), reference=_ref),
+        OpCase(f"{_name}_broadcast_both", _op,
+               (f32([[-1.0], [0.25], [1.0], [3.0]]), f32(_ROW.reshape(1, 3))),
+               (out(T.TENSOR_FLOAT32, (4, 3)),), reference=_ref),
+        OpCase(f"{_name}_rank1_size1", _op, (f32([0.5]), f32([-3.0, 0.5, 1.0, 2.5, -0.0])),
+               (out(T.TENSOR_FLOAT32, (5,)),), reference=_ref),
+        OpCase(f"{_name}_rank5", _op,
+               (f32(np.linspace(-2, 2, 12, dtype=np.float32).reshape(2, 1, 2, 1, 3)),
+                f32(np.linspace(1, -1, 4, dtype=np.float32).reshape(1, 2, 1, 2, 1))),
+               (out(T.TENSOR_FLOAT32, (2, 2, 2, 2, 3)),), reference=_ref),
+        OpCase(f"{_name}_int32", _op, (i32(_IA), i32(_IB)), (out(T.TENSOR_INT32, (2, 3)),),
+               reference=_ref),
+        OpCase(f"{_name}_int32_broadcast", _op,
+               (i32(_IA), i32([[2147483647], [-2147483648]])),
+               (out(T.TENSOR_INT32, (2, 3)),), reference=_ref),
+    ]
+# Spot-check the references against hand-worked values.
+CASES.append(OpCase("maximum_literal", Op.MAXIMUM, (i32([1, -5, 3]), i32([2, -7, 3])),
+                    (out(T.TENSOR_INT32, (3,), [2, -5, 3]),)))
+CASES.append(OpCase("minimum_literal", Op.MINIMUM, (f32([1.5, -5.0, 3.0]), f32([2.0, -7.0, 3.0])),
+                    (out(T.TENSOR_FLOAT32, (3,), [1.5, -7.0, 3.0]),)))
+
+# -- POW -------------------------------------------------------------------------------------
+# Reference: exp(e * log(b)) per element for positive bases; edge values worked out by hand.
+
+
+def _pow_positive(base: Any, exponent: Any) -> list[Any]:
+    b, e = np.broadcast_arrays(base, exponent)
+    result = np.empty(b.shape)
+    for idx in np.ndindex(b.shape):
+        result[idx] = math.exp(float(e[idx]) * math.log(float(b[idx])))
+    return [result]
+
+
+CASES += [
+    OpCase("pow_same_shape", Op.POW,
+           (f32([[0.5, 1.0, 2.0], [3.0, 1.5, 4.0]]), f32([[2.0, 7.5, 3.5], [-1.0, 2.5, 0.5]])),
+           (out(T.TENSOR_FLOAT32, (2, 3)),), reference=_pow_positive),
+    OpCase("pow_broadcast_exponent", Op.POW,
+           (f32(np.linspace(0.25, 3, 8, dtype=np.float32).reshape(2, 4)), f32([2.0])),
+           (out(T.TENSOR_FLOAT32, (2, 4)),), reference=_pow_positive),
+    OpCase("pow_broadcast_both_rank4", Op.POW,
+           (f32(np.linspace(0.5, 2.5, 6, dtype=np.float32).reshape(1, 2, 3, 1)),
+            f32(np.array([-1.5, 0.0, 1.0, 2.25], np.float32).reshape(1, 1, 1, 4))),
+           (out(T.TENSOR_FLOAT32, (1, 2, 3, 4)),), reference=_pow_positive),
+    OpCase("pow_rank1_size1_base", Op.POW, (f32([2.5]), f32([0.5, 3.0, -2.0, 1.0])),
+           (out(T.TENSOR_FLOAT32, (4,)),), reference=_pow_positive),
+    # C pow: odd/even integer exponents keep/lose the sign of a negative base; a negative base
+    # with a fractional exponent is NaN; anything ** 0 is 1. (0 ** negative = +inf is checked in
+    # tests/unit/ops/test_binary_rules.py.)
+    OpCase("pow_edge_values", Op.POW,
+           (f32([-2.0, -2.0, -2.0, 0.0, 0.0, -3.0, 4.0, 0.0]),
+            f32([3.0, 2.0, 0.5, 2.0, 0.0, 0.0, -0.5, 0.5])),
+           (out(T.TENSOR_FLOAT32, (8,), [-8.0, 4.0, np.nan, 0.0, 1.0, 1.0, 0.5, 0.0]),)),
 ]
