@@ -15,6 +15,7 @@ of the type NNAPI expects in that slot's position (INT32, FLOAT32 / FLOAT16, BOO
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -127,7 +128,7 @@ class ModelBuilder:
         result = []
         for j, index in enumerate(out_indices):
             shape = shapes[j] if shapes is not None else ()
-            self.model._refine_dims(index, shape)  # noqa: SLF001 - builder and model are friends
+            self.model._refine_dims(index, shape)
             result.append(Tensor(index, self.model.operand(index).type, shape))
         return result
 
@@ -142,10 +143,8 @@ class ModelBuilder:
             return None
         ctx = OperationContext(self.model.operands, op, op_index, definition,
                                constant=self.model.constant_value)
-        try:
+        with contextlib.suppress(Unknown):
             definition.validate(ctx)
-        except Unknown:
-            pass
         return infer_output_shapes(ctx, definition)
 
     def _float_scalar_type(self, inputs: Sequence[Arg]) -> OperandType:
@@ -218,7 +217,7 @@ class ModelBuilder:
         w, b = self._tensor(weights, x), self._tensor(bias, x)
         return self.operation(Op.FULLY_CONNECTED, x, w, b, _activation(activation))[0]
 
-    def conv2d(self, x: Tensor, filter: Tensor | Any, bias: Tensor | Any, *,  # noqa: A002
+    def conv2d(self, x: Tensor, filter: Tensor | Any, bias: Tensor | Any, *,
                stride: int | tuple[int, int] = 1,
                padding: str | tuple[int, int, int, int] = "same",
                activation: str | None = None, layout: str = "NHWC",
@@ -228,7 +227,7 @@ class ModelBuilder:
         return self._conv(Op.CONV_2D, x, filter, bias, (), stride, padding, activation, layout,
                           dilation)
 
-    def depthwise_conv2d(self, x: Tensor, filter: Tensor | Any, bias: Tensor | Any, *,  # noqa: A002
+    def depthwise_conv2d(self, x: Tensor, filter: Tensor | Any, bias: Tensor | Any, *,
                          depth_multiplier: int = 1, stride: int | tuple[int, int] = 1,
                          padding: str | tuple[int, int, int, int] = "same",
                          activation: str | None = None, layout: str = "NHWC",
@@ -237,7 +236,7 @@ class ModelBuilder:
         return self._conv(Op.DEPTHWISE_CONV_2D, x, filter, bias, (int(depth_multiplier),),
                           stride, padding, activation, layout, dilation)
 
-    def _conv(self, op: OperationType, x: Tensor, filter: Any, bias: Any,  # noqa: A002
+    def _conv(self, op: OperationType, x: Tensor, filter: Any, bias: Any,
               extra: tuple[int, ...], stride: int | tuple[int, int], padding: Any,
               activation: str | None, layout: str, dilation: int | tuple[int, int]) -> Tensor:
         w, b = self._tensor(filter, x), self._tensor(bias, x, bias=True)

@@ -102,20 +102,11 @@ _MAX_MIN_KERNELS = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 _POW_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 
 
-def expect_min_rank(ctx: OperationContext, i: int, low: int = 1) -> None:
-    """Require tensor input ``i`` to have rank ≥ ``low`` when its rank is known.
-
-    NNAPI's "Supported tensor rank: from 1". A declared operand cannot have rank 0 (empty dims
-    mean unknown rank), so this only bites on actual values, i.e. when called from ``prepare``.
-    """
-    rank = ctx.rank_or_none(i)
-    if rank is not None and rank < low:
-        ctx.fail(f"expected rank of at least {low}, got {rank}", input=i)
 
 
 def _check_max_min_ranks(ctx: OperationContext) -> None:
     for i in (INPUT1, INPUT2):
-        expect_min_rank(ctx, i)
+        ctx.expect_rank_at_least(i, 1)
 
 
 def _validate_max_min(ctx: OperationContext) -> None:

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.binary import expect_min_rank
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import OperationDef, Shape, add_definition
 from nnrt.ops.shapes import broadcast_shapes
@@ -64,7 +63,7 @@ _LOGICAL: dict[OperationType, Callable[[Array, Array], Array]] = {
 
 def _check_binary_ranks(ctx: OperationContext) -> None:
     for i in (INPUT1, INPUT2):
-        expect_min_rank(ctx, i)
+        ctx.expect_rank_at_least(i, 1)
 
 
 def _validate_compare(ctx: OperationContext) -> None:
@@ -100,11 +99,11 @@ def _validate_not(ctx: OperationContext) -> None:
     ctx.expect_counts(1, 1)
     ctx.expect_type(INPUT1, T.TENSOR_BOOL8)
     ctx.expect_output_type(0, T.TENSOR_BOOL8)
-    expect_min_rank(ctx, INPUT1)
+    ctx.expect_rank_at_least(INPUT1, 1)
 
 
 def _prepare_not(ctx: OperationContext) -> list[Shape]:
-    expect_min_rank(ctx, INPUT1)
+    ctx.expect_rank_at_least(INPUT1, 1)
     return [ctx.shape(INPUT1)]
 
 
@@ -116,7 +115,7 @@ def _execute_not(ctx: ExecutionContext) -> list[Array]:
 
 def _check_select_ranks(ctx: OperationContext) -> None:
     for i in (CONDITION, TRUE_VALUES, FALSE_VALUES):
-        expect_min_rank(ctx, i)
+        ctx.expect_rank_at_least(i, 1)
     ranks = [ctx.rank_or_none(i) for i in (CONDITION, TRUE_VALUES, FALSE_VALUES)]
     for i in (TRUE_VALUES, FALSE_VALUES):
         if ranks[0] is not None and ranks[i] is not None and ranks[i] != ranks[0]:

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from nnrt.errors import BadData
-from nnrt.model.operand import Operand, dtype_of, is_scalar
+from nnrt.model.operand import QUANT_TYPES, Operand, dtype_of, is_scalar
 from nnrt.model.operation import Operation
 from nnrt.model.types import FusedActivation, OperandType
 from nnrt.ops.registry import OperationDef, Shape
@@ -229,6 +229,24 @@ class OperationContext:
         src, dst = self.operand(i), self.output_operand(j)
         if dst.type != src.type:
             self.fail(f"expected {src.type.name} like input {i}, got {dst.type.name}", output=j)
+
+    def expect_output_quant_like_input(self, j: int = 0, i: int = 0) -> None:
+        """Require a quantised output ``j`` to keep input ``i``'s scale and zero point."""
+        src, dst = self.operand(i), self.output_operand(j)
+        if dst.type in QUANT_TYPES and dst.type == src.type and (
+                dst.scale != src.scale or dst.zero_point != src.zero_point):
+            self.fail(f"expected the scale and zero point of input {i} ({src.scale}, "
+                      f"{src.zero_point}), got ({dst.scale}, {dst.zero_point})", output=j)
+
+    def expect_rank_at_least(self, i: int, low: int) -> None:
+        """Require input ``i`` to have rank ≥ ``low``, when its rank is known.
+
+        A declared tensor cannot have rank 0 (empty dims mean unknown rank), so for ``low=1``
+        this only bites on actual values, i.e. when called from ``prepare``.
+        """
+        rank = self.rank_or_none(i)
+        if rank is not None and rank < low:
+            self.fail(f"expected rank of at least {low}, got {rank}", input=i)
 
     def expect_rank(self, i: int, *ranks: int) -> None:
         """Require input ``i`` to have one of ``ranks``, when its rank is known."""

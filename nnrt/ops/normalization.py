@@ -1,1 +1,192 @@
-"""normalization operations (not yet written)."""
+"""Normalisations: L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION, INSTANCE_NORMALIZATION.
+
+NNAPI signatures:
+
+* L2_NORMALIZATION: input 0 a tensor of TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM or
+  TENSOR_QUANT8_ASYMM_SIGNED, rank 1..4; input 1 an optional INT32 axis in ``[-n, n)``, default
+  -1. Output of the input's type and shape; quantised outputs need scale 1/128 and zero point
+  128 (0 signed). ``output = x / max(sqrt(sum(x * x)), 1e-6)`` along the axis, so an all-zero
+  slice gives zeros (NNAPI feature level 4 behaviour).
+* LOCAL_RESPONSE_NORMALIZATION: input 0 TENSOR_FLOAT32 / TENSOR_FLOAT16 of rank 1..4; input 1
+  an INT32 radius ≥ 0; inputs 2, 3, 4 bias (non-zero), alpha and beta, FLOAT32 / FLOAT16
+  scalars matching the tensor; input 5 an optional INT32 axis in ``[-n, n)``, default -1.
+  ``output = x / (bias + alpha * sum(x[d - r .. d + r] ** 2)) ** beta`` along the axis.
+* INSTANCE_NORMALIZATION: input 0 a 4-D TENSOR_FLOAT32 / TENSOR_FLOAT16; inputs 1, 2, 3 gamma,
+  beta and epsilon, FLOAT32 / FLOAT16 scalars matching the tensor; input 4 a BOOL layout (true:
+  NCHW). ``output = (x - mean) * gamma / sqrt(var + epsilon) + beta`` with mean and (population)
+  variance over the spatial dimensions of each batch and channel.
+
+Only the float kernels are implemented; quantised L2_NORMALIZATION validates but is unsupported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nnrt.model.operand import FLOAT_TENSOR_TYPES
+from nnrt.model.types import OperandType, OperationType
+from nnrt.ops.activation import expect_output_quant, scalar_type_for
+from nnrt.ops.context import ExecutionContext, OperationContext
+from nnrt.ops.registry import Shape, register
+
+T = OperandType
+Array = np.ndarray[Any, Any]
+
+_FLOAT = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+_L2_TYPES = (*_FLOAT, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+_L2_QUANT = (1.0 / 128, {T.TENSOR_QUANT8_ASYMM: 128, T.TENSOR_QUANT8_ASYMM_SIGNED: 0})
+_L2_EPSILON = 1e-6
+
+
+def _optional_axis(ctx: OperationContext, slot: int, rank: int) -> int:
+    """The normalised value of optional axis input ``slot`` (default -1)."""
+    if ctx.is_omitted(slot):
+        return rank - 1
+    axis = int(ctx.value(slot))
+    if not -rank <= axis < rank:
+        ctx.fail(f"axis {axis} is out of range for rank {rank} (expected [{-rank}, {rank}))",
+                 input=slot)
+    return axis % rank
+
+
+def _validate_optional_axis(ctx: OperationContext, slot: int) -> None:
+    ctx.expect_optional_type(slot, T.INT32)
+    if not ctx.is_omitted(slot):
+        ctx.expect_axis(slot, ctx.rank_or_none(0))
+
+
+@register(OperationType.L2_NORMALIZATION, inputs=("input", "axis"),
+          kernel_types=FLOAT_TENSOR_TYPES)
+class L2Normalization:
+    """L2_NORMALIZATION along one axis."""
+
+    INPUT, AXIS = 0, 1
+
+    @staticmethod
+    def validate(ctx: OperationContext) -> None:
+        """Types, rank 1..4, constant axis range, fixed quantised output params."""
+        ctx.expect_counts((1, 2), 1)
+        ctx.expect_type(L2Normalization.INPUT, *_L2_TYPES)
+        _validate_optional_axis(ctx, L2Normalization.AXIS)
+        ctx.expect_output_like_input(0, L2Normalization.INPUT)
+        ctx.expect_rank_between(L2Normalization.INPUT, 1, 4)
+        expect_output_quant(ctx, 0, *_L2_QUANT)
+
+    @staticmethod
+    def prepare(ctx: OperationContext) -> list[Shape]:
+        """Same shape as the input (axis checked when known)."""
+        shape = ctx.shape(L2Normalization.INPUT)
+        _optional_axis(ctx, L2Normalization.AXIS, len(shape))
+        return [shape]
+
+    @staticmethod
+    def execute(ctx: ExecutionContext) -> list[Array]:
+        """``x / max(||x||, 1e-6)`` along the axis."""
+        x = ctx.tensor(L2Normalization.INPUT).astype(np.float64)
+        axis = _optional_axis(ctx, L2Normalization.AXIS, x.ndim)
+        norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+        return [x / np.maximum(norm, _L2_EPSILON)]
+
+
+@register(OperationType.LOCAL_RESPONSE_NORMALIZATION,
+          inputs=("input", "radius", "bias", "alpha", "beta", "axis"),
+          kernel_types=FLOAT_TENSOR_TYPES)
+class LocalResponseNormalization:
+    """LOCAL_RESPONSE_NORMALIZATION over a window of ``2 * radius + 1`` along one axis."""
+
+    INPUT, RADIUS, BIAS, ALPHA, BETA, AXIS = 0, 1, 2, 3, 4, 5
+
+    @staticmethod
+    def validate(ctx: OperationContext) -> None:
+        """Types per slot, rank 1..4, radius ≥ 0 / bias ≠ 0 / axis range when constant."""
+        cls = LocalResponseNormalization
+        ctx.expect_counts((5, 6), 1)
+        t = ctx.expect_type(cls.INPUT, *_FLOAT)
+        ctx.expect_scalar(cls.RADIUS, T.INT32)
+        for slot in (cls.BIAS, cls.ALPHA, cls.BETA):
+            ctx.expect_scalar(slot, scalar_type_for(t))
+        _validate_optional_axis(ctx, cls.AXIS)
+        ctx.expect_output_like_input(0, cls.INPUT)
+        ctx.expect_rank_between(cls.INPUT, 1, 4)
+        cls._check_params(ctx)
+
+    @staticmethod
+    def _check_params(ctx: OperationContext) -> None:
+        cls = LocalResponseNormalization
+        radius = ctx.constant(cls.RADIUS)
+        if radius is not None and radius < 0:
+            ctx.fail(f"radius must be non-negative, got {radius}", input=cls.RADIUS)
+        bias = ctx.constant(cls.BIAS)
+        if bias is not None and bias == 0:
+            ctx.fail("bias must not be zero", input=cls.BIAS)
+
+    @staticmethod
+    def prepare(ctx: OperationContext) -> list[Shape]:
+        """Same shape as the input (parameters checked when known)."""
+        cls = LocalResponseNormalization
+        cls._check_params(ctx)
+        shape = ctx.shape(cls.INPUT)
+        _optional_axis(ctx, cls.AXIS, len(shape))
+        return [shape]
+
+    @staticmethod
+    def execute(ctx: ExecutionContext) -> list[Array]:
+        """Windowed sum of squares via a cumulative sum along the axis."""
+        cls = LocalResponseNormalization
+        x = ctx.tensor(cls.INPUT).astype(np.float64)
+        axis = _optional_axis(ctx, cls.AXIS, x.ndim)
+        radius = int(ctx.scalar(cls.RADIUS))
+        bias, alpha, beta = (float(ctx.scalar(s)) for s in (cls.BIAS, cls.ALPHA, cls.BETA))
+        moved = np.moveaxis(x, axis, -1)
+        n = moved.shape[-1]
+        cumsum = np.concatenate([np.zeros((*moved.shape[:-1], 1)),
+                                 np.cumsum(moved * moved, axis=-1)], axis=-1)
+        index = np.arange(n)
+        hi = np.minimum(index + radius + 1, n)
+        lo = np.maximum(index - radius, 0)
+        sqr_sum = cumsum[..., hi] - cumsum[..., lo]
+        result = moved * np.power(bias + alpha * sqr_sum, -beta)
+        return [np.moveaxis(result, -1, axis)]
+
+
+@register(OperationType.INSTANCE_NORMALIZATION,
+          inputs=("input", "gamma", "beta", "epsilon", "layout"),
+          kernel_types=FLOAT_TENSOR_TYPES)
+class InstanceNormalization:
+    """INSTANCE_NORMALIZATION of each (batch, channel) plane of a 4-D tensor."""
+
+    INPUT, GAMMA, BETA, EPSILON, LAYOUT = 0, 1, 2, 3, 4
+
+    @staticmethod
+    def validate(ctx: OperationContext) -> None:
+        """4-D float tensor, matching float scalars, BOOL layout."""
+        cls = InstanceNormalization
+        ctx.expect_counts(5, 1)
+        t = ctx.expect_type(cls.INPUT, *_FLOAT)
+        for slot in (cls.GAMMA, cls.BETA, cls.EPSILON):
+            ctx.expect_scalar(slot, scalar_type_for(t))
+        ctx.expect_scalar(cls.LAYOUT, T.BOOL)
+        ctx.expect_output_like_input(0, cls.INPUT)
+        ctx.expect_rank(cls.INPUT, 4)
+
+    @staticmethod
+    def prepare(ctx: OperationContext) -> list[Shape]:
+        """Same shape as the input."""
+        shape = ctx.shape(InstanceNormalization.INPUT)
+        if len(shape) != 4:
+            ctx.fail(f"expected rank 4, got {len(shape)}", input=InstanceNormalization.INPUT)
+        return [shape]
+
+    @staticmethod
+    def execute(ctx: ExecutionContext) -> list[Array]:
+        """Normalise over H and W (axes 1, 2 in NHWC; 2, 3 in NCHW)."""
+        cls = InstanceNormalization
+        x = ctx.tensor(cls.INPUT).astype(np.float64)
+        gamma, beta, epsilon = (float(ctx.scalar(s))
+                                for s in (cls.GAMMA, cls.BETA, cls.EPSILON))
+        spatial = (2, 3) if ctx.scalar(cls.LAYOUT) else (1, 2)
+        mean = np.mean(x, axis=spatial, keepdims=True)
+        var = np.mean((x - mean) ** 2, axis=spatial, keepdims=True)
+        return [(x - mean) * gamma / np.sqrt(var + epsilon) + beta]

@@ -33,7 +33,6 @@ from nnrt.ops.space_layout import (
     IMAGE_TYPES,
     Array,
     expect_bool_flags,
-    expect_output_quant_like_input,
     flag,
     from_nhwc,
     from_nhwc_array,
@@ -67,7 +66,7 @@ def _validate(ctx: OperationContext) -> None:
         ctx.expect_present(LAYOUT)
     expect_bool_flags(ctx, LAYOUT)
     ctx.expect_output_like_input(0, INPUT)
-    expect_output_quant_like_input(ctx, 0, INPUT)
+    ctx.expect_output_quant_like_input(0, INPUT)
     for i in (WIDTH, HEIGHT):
         value = ctx.constant(i)
         if value is not None and not value > 0:

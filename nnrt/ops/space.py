@@ -34,7 +34,6 @@ from nnrt.ops.space_layout import (
     IMAGE_TYPES,
     Array,
     expect_bool_flags,
-    expect_output_quant_like_input,
     flag,
     from_nhwc,
     from_nhwc_array,
@@ -54,7 +53,7 @@ def _common(ctx: OperationContext, counts: tuple[int, ...], layout: int) -> None
     ctx.expect_rank(0, 4)
     expect_bool_flags(ctx, layout)
     ctx.expect_output_like_input(0, 0)
-    expect_output_quant_like_input(ctx, 0, 0)
+    ctx.expect_output_quant_like_input(0, 0)
 
 
 def _image_shape(ctx: OperationContext, layout: int) -> tuple[bool, Shape]:
@@ -278,7 +277,7 @@ class ChannelShuffle:
                      input=ChannelShuffle.NUM_GROUPS)
         ctx.expect_axis(ChannelShuffle.AXIS, ctx.rank_or_none(ChannelShuffle.INPUT))
         ctx.expect_output_like_input(0, 0)
-        expect_output_quant_like_input(ctx, 0, 0)
+        ctx.expect_output_quant_like_input(0, 0)
 
     @staticmethod
     def _params(ctx: OperationContext) -> tuple[int, int]:

@@ -20,7 +20,6 @@ __all__ = [
     "IMAGE_TYPES",
     "Array",
     "expect_bool_flags",
-    "expect_output_quant_like_input",
     "flag",
     "from_nhwc",
     "from_nhwc_array",
@@ -56,13 +55,6 @@ def expect_bool_flags(ctx: OperationContext, first: int) -> None:
         ctx.expect_optional_type(i, T.BOOL)
 
 
-def expect_output_quant_like_input(ctx: OperationContext, j: int = 0, i: int = 0) -> None:
-    """For quantised types, require output ``j`` to have input ``i``'s scale and zero point."""
-    src, dst = ctx.operand(i), ctx.output_operand(j)
-    if dst.type in QUANT8_TYPES and dst.type == src.type and (
-            dst.scale != src.scale or dst.zero_point != src.zero_point):
-        ctx.fail(f"expected the scale and zero point of input {i} ({src.scale}, "
-                 f"{src.zero_point}), got ({dst.scale}, {dst.zero_point})", output=j)
 
 
 def to_nhwc(shape: Shape, nchw: bool) -> Shape:

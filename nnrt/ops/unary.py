@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.binary import expect_min_rank
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import OperationDef, Shape, add_definition
 
@@ -76,7 +75,7 @@ def _check_rank(ctx: OperationContext) -> None:
     if spec.max_rank is not None:
         ctx.expect_rank_between(INPUT, 0, spec.max_rank)
     else:
-        expect_min_rank(ctx, INPUT)
+        ctx.expect_rank_at_least(INPUT, 1)
 
 
 def _validate(ctx: OperationContext) -> None:

@@ -1,0 +1,92 @@
+"""Malformed-model rules of CAST, QUANTIZE and DEQUANTIZE (nnrt/ops/conversion.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nnrt
+from nnrt import OperandType as T
+from nnrt import OperationType as Op
+
+# (type, dims, constant value or None for a model input, scale, zero point)
+Spec = tuple[Any, ...]
+F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
+
+
+def _model(op: Op, inputs: Sequence[Spec], outputs: Sequence[Spec]) -> nnrt.Model:
+    """A one-operation model; inputs without a value become model inputs."""
+    model = nnrt.Model()
+    op_in, model_in = [], []
+    for type_, dims, value, *quant in inputs:
+        index = model.add_operand(type_, dims, *quant)
+        if value is None:
+            model_in.append(index)
+        else:
+            model.set_operand_value(index, value)
+        op_in.append(index)
+    op_out = [model.add_operand(type_, dims, *quant) for type_, dims, *quant in outputs]
+    model.add_operation(op, op_in, op_out)
+    model.identify_inputs_and_outputs(model_in, op_out)
+    return model
+
+
+def test_cast_identity_only_types() -> None:
+    model = _model(Op.CAST, [(T.TENSOR_BOOL8, (2,), None)], [(T.TENSOR_INT32, (2,))])
+    with pytest.raises(nnrt.BadData, match=r"\(CAST\), output 0 \(output\): expected "
+                                           "TENSOR_BOOL8, got TENSOR_INT32"):
+        model.finish()
+    signed = T.TENSOR_QUANT8_ASYMM_SIGNED
+    model = _model(Op.CAST, [(signed, (2,), None, 0.5, 0)], [(F32, (2,))])
+    with pytest.raises(nnrt.BadData, match=r"\(CAST\), output 0 \(output\): expected "
+                                           "TENSOR_QUANT8_ASYMM_SIGNED, got TENSOR_FLOAT32"):
+        model.finish()
+    # The feature-level-3 group converts freely.
+    _model(Op.CAST, [(T.TENSOR_INT32, (2,), None)], [(T.TENSOR_FLOAT16, (2,))]).finish()
+
+
+def test_cast_shape_must_match() -> None:
+    model = _model(Op.CAST, [(F32, (2, 3), None)], [(T.TENSOR_INT32, (3, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(CAST\), output 0 \(output\): declared dims"):
+        model.finish()
+
+
+def test_cast_quantised_combinations_validate_but_are_unsupported() -> None:
+    model = _model(Op.CAST, [(F32, (2,), None)], [(Q8, (2,), 0.5, 0)]).finish()
+    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(CAST\): CAST from TENSOR_FLOAT32 "
+                                               "to TENSOR_QUANT8_ASYMM is not implemented"):
+        nnrt.reference.run(model, [np.array([1.0, 2.0], np.float32)])
+    model = _model(Op.CAST, [(Q8, (2,), None, 0.5, 0)], [(F32, (2,))]).finish()
+    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(CAST\): the TENSOR_QUANT8_ASYMM "
+                                               "variant of CAST"):
+        nnrt.reference.run(model, [np.array([1, 2], np.uint8)])
+
+
+def test_quantize_types() -> None:
+    model = _model(Op.QUANTIZE, [(F32, (2,), None)], [(F32, (2,))])
+    with pytest.raises(nnrt.BadData, match=r"\(QUANTIZE\), output 0 \(output\): expected "
+                                           "TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED"):
+        model.finish()
+    model = _model(Op.QUANTIZE, [(T.TENSOR_INT32, (2,), None)], [(Q8, (2,), 0.5, 0)])
+    with pytest.raises(nnrt.BadData, match=r"\(QUANTIZE\), input 0 \(input\): expected "
+                                           "TENSOR_FLOAT32 or TENSOR_FLOAT16, got TENSOR_INT32"):
+        model.finish()
+
+
+def test_dequantize_types_and_rank() -> None:
+    model = _model(Op.DEQUANTIZE, [(Q8, (1, 1, 1, 1, 2), None, 0.5, 0)],
+                   [(F32, (1, 1, 1, 1, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(DEQUANTIZE\), input 0 \(input\): expected rank "
+                                           r"between 1 and 4, got 5"):
+        model.finish()
+    model = _model(Op.DEQUANTIZE, [(Q8, (2,), None, 0.5, 0)], [(T.TENSOR_INT32, (2,))])
+    with pytest.raises(nnrt.BadData, match=r"\(DEQUANTIZE\), output 0 \(output\): expected "
+                                           "TENSOR_FLOAT32 or TENSOR_FLOAT16"):
+        model.finish()
+    model = _model(Op.DEQUANTIZE, [(T.TENSOR_QUANT16_SYMM, (2,), None, 0.5, 0)], [(F32, (2,))])
+    with pytest.raises(nnrt.BadData, match=r"\(DEQUANTIZE\), input 0 \(input\): expected .*got "
+                                           "TENSOR_QUANT16_SYMM"):
+        model.finish()

@@ -1,0 +1,111 @@
+"""Malformed-model rules of L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION and
+INSTANCE_NORMALIZATION (nnrt/ops/normalization.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nnrt
+from nnrt import OperandType as T
+from nnrt import OperationType as Op
+
+# (type, dims, constant value or None for a model input, scale, zero point)
+Spec = tuple[Any, ...]
+F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
+
+
+def _model(op: Op, inputs: Sequence[Spec], outputs: Sequence[Spec]) -> nnrt.Model:
+    """A one-operation model; inputs without a value become model inputs."""
+    model = nnrt.Model()
+    op_in, model_in = [], []
+    for type_, dims, value, *quant in inputs:
+        index = model.add_operand(type_, dims, *quant)
+        if value is None:
+            model_in.append(index)
+        else:
+            model.set_operand_value(index, value)
+        op_in.append(index)
+    op_out = [model.add_operand(type_, dims, *quant) for type_, dims, *quant in outputs]
+    model.add_operation(op, op_in, op_out)
+    model.identify_inputs_and_outputs(model_in, op_out)
+    return model
+
+
+def _lrn(radius: Spec, bias: Spec, axis: Spec | None = None) -> nnrt.Model:
+    inputs = [(F32, (1, 2), None), radius, bias, (T.FLOAT32, (), 1.0), (T.FLOAT32, (), 0.5)]
+    if axis is not None:
+        inputs.append(axis)
+    return _model(Op.LOCAL_RESPONSE_NORMALIZATION, inputs, [(F32, (1, 2))])
+
+
+def test_l2_normalization_rank_and_axis() -> None:
+    model = _model(Op.L2_NORMALIZATION, [(F32, (1, 1, 1, 1, 2), None)],
+                   [(F32, (1, 1, 1, 1, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(L2_NORMALIZATION\), input 0 \(input\): "
+                                           r"expected rank between 1 and 4, got 5"):
+        model.finish()
+    model = _model(Op.L2_NORMALIZATION, [(F32, (2, 3), None), (T.INT32, (), -3)],
+                   [(F32, (2, 3))])
+    with pytest.raises(nnrt.BadData, match=r"\(L2_NORMALIZATION\), input 1 \(axis\): axis -3 "
+                                           "is out of range"):
+        model.finish()
+
+
+def test_l2_normalization_quantised_output_params() -> None:
+    model = _model(Op.L2_NORMALIZATION, [(Q8, (2,), None, 0.5, 0)], [(Q8, (2,), 1 / 128, 0)])
+    with pytest.raises(nnrt.BadData, match=r"\(L2_NORMALIZATION\), output 0 \(output\): .*"
+                                           "zero point 128"):
+        model.finish()
+    # Valid quantised L2_NORMALIZATION is reported unsupported, not computed.
+    model = _model(Op.L2_NORMALIZATION, [(Q8, (2,), None, 0.5, 0)],
+                   [(Q8, (2,), 1 / 128, 128)]).finish()
+    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(L2_NORMALIZATION\): the "
+                                               "TENSOR_QUANT8_ASYMM variant"):
+        nnrt.reference.run(model, [np.array([1, 2], np.uint8)])
+
+
+def test_lrn_radius_bias_and_types() -> None:
+    with pytest.raises(nnrt.BadData, match=r"\(LOCAL_RESPONSE_NORMALIZATION\), input 1 "
+                                           r"\(radius\): radius must be non-negative, got -1"):
+        _lrn((T.INT32, (), -1), (T.FLOAT32, (), 1.0)).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(LOCAL_RESPONSE_NORMALIZATION\), input 2 "
+                                           r"\(bias\): bias must not be zero"):
+        _lrn((T.INT32, (), 1), (T.FLOAT32, (), 0.0)).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(LOCAL_RESPONSE_NORMALIZATION\), input 2 "
+                                           r"\(bias\): expected FLOAT32, got FLOAT16"):
+        _lrn((T.INT32, (), 1), (T.FLOAT16, (), 1.0)).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(LOCAL_RESPONSE_NORMALIZATION\), input 5 "
+                                           r"\(axis\): axis 2 is out of range"):
+        _lrn((T.INT32, (), 1), (T.FLOAT32, (), 1.0), (T.INT32, (), 2)).finish()
+
+
+def test_lrn_radius_fed_at_run_time_is_checked_there() -> None:
+    model = _lrn((T.INT32, (), None), (T.FLOAT32, (), 1.0)).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(LOCAL_RESPONSE_NORMALIZATION\), input 1 "
+                                           r"\(radius\): radius must be non-negative"):
+        nnrt.reference.run(model, [np.ones((1, 2), np.float32), np.int32(-2)])
+
+
+def test_instance_normalization_rank_layout_and_scalars() -> None:
+    scalars = [(T.FLOAT32, (), 1.0), (T.FLOAT32, (), 0.0), (T.FLOAT32, (), 1e-3)]
+    model = _model(Op.INSTANCE_NORMALIZATION,
+                   [(F32, (1, 2, 2), None), *scalars, (T.BOOL, (), False)], [(F32, (1, 2, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(INSTANCE_NORMALIZATION\), input 0 \(input\): "
+                                           "expected rank 4, got 3"):
+        model.finish()
+    model = _model(Op.INSTANCE_NORMALIZATION,
+                   [(F32, (1, 2, 2, 1), None), *scalars, (T.INT32, (), 0)],
+                   [(F32, (1, 2, 2, 1))])
+    with pytest.raises(nnrt.BadData, match=r"\(INSTANCE_NORMALIZATION\), input 4 \(layout\): "
+                                           "expected BOOL, got INT32"):
+        model.finish()
+    model = _model(Op.INSTANCE_NORMALIZATION,
+                   [(F32, (1, 2, 2, 1), None), *scalars[:2], (T.FLOAT16, (), 1e-3),
+                    (T.BOOL, (), False)], [(F32, (1, 2, 2, 1))])
+    with pytest.raises(nnrt.BadData, match=r"\(INSTANCE_NORMALIZATION\), input 3 \(epsilon\): "
+                                           "expected FLOAT32, got FLOAT16"):
+        model.finish()

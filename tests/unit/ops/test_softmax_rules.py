@@ -1,0 +1,98 @@
+"""Malformed-model rules of SOFTMAX and LOG_SOFTMAX (nnrt/ops/softmax.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nnrt
+from nnrt import OperandType as T
+from nnrt import OperationType as Op
+
+# (type, dims, constant value or None for a model input, scale, zero point)
+Spec = tuple[Any, ...]
+F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
+
+
+def _model(op: Op, inputs: Sequence[Spec], outputs: Sequence[Spec]) -> nnrt.Model:
+    """A one-operation model; inputs without a value become model inputs."""
+    model = nnrt.Model()
+    op_in, model_in = [], []
+    for type_, dims, value, *quant in inputs:
+        index = model.add_operand(type_, dims, *quant)
+        if value is None:
+            model_in.append(index)
+        else:
+            model.set_operand_value(index, value)
+        op_in.append(index)
+    op_out = [model.add_operand(type_, dims, *quant) for type_, dims, *quant in outputs]
+    model.add_operation(op, op_in, op_out)
+    model.identify_inputs_and_outputs(model_in, op_out)
+    return model
+
+
+def test_softmax_rank_and_beta_type() -> None:
+    model = _model(Op.SOFTMAX, [(F32, (1, 1, 1, 1, 2), None), (T.FLOAT32, (), 1.0)],
+                   [(F32, (1, 1, 1, 1, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 0 \(input\): expected rank "
+                                           r"between 1 and 4, got 5"):
+        model.finish()
+    model = _model(Op.SOFTMAX, [(F32, (2, 2), None), (T.FLOAT16, (), 1.0)], [(F32, (2, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 1 \(beta\): expected FLOAT32, "
+                                           "got FLOAT16"):
+        model.finish()
+
+
+def test_softmax_axis_out_of_range_and_non_positive_beta() -> None:
+    model = _model(Op.SOFTMAX, [(F32, (2, 2), None), (T.FLOAT32, (), 1.0), (T.INT32, (), 2)],
+                   [(F32, (2, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 2 \(axis\): axis 2 is out of "
+                                           "range for rank 2"):
+        model.finish()
+    model = _model(Op.SOFTMAX, [(F32, (2, 2), None), (T.FLOAT32, (), 0.0)], [(F32, (2, 2))])
+    with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 1 \(beta\): beta must be "
+                                           "positive"):
+        model.finish()
+
+
+def test_softmax_beta_fed_at_run_time_is_checked_there() -> None:
+    model = _model(Op.SOFTMAX, [(F32, (2,), None), (T.FLOAT32, (), None)], [(F32, (2,))])
+    model.finish()
+    with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 1 \(beta\): beta must be "
+                                           "positive, got -1.0"):
+        nnrt.reference.run(model, [np.zeros(2, np.float32), np.float32(-1.0)])
+
+
+def test_softmax_quantised_output_needs_fixed_params() -> None:
+    model = _model(Op.SOFTMAX, [(Q8, (2, 2), None, 0.5, 0), (T.FLOAT32, (), 1.0)],
+                   [(Q8, (2, 2), 1 / 256, 128)])
+    with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), output 0 \(output\): "
+                                           "TENSOR_QUANT8_ASYMM output needs scale"):
+        model.finish()
+
+
+def test_log_softmax_needs_three_inputs_and_float_data() -> None:
+    model = _model(Op.LOG_SOFTMAX, [(F32, (2,), None), (T.FLOAT32, (), 1.0)], [(F32, (2,))])
+    with pytest.raises(nnrt.BadData, match=r"operation 0 \(LOG_SOFTMAX\): expected 3 inputs, "
+                                           "got 2"):
+        model.finish()
+    model = _model(Op.LOG_SOFTMAX, [(Q8, (2,), None, 0.5, 0), (T.FLOAT32, (), 1.0),
+                                    (T.INT32, (), 0)], [(Q8, (2,), 0.5, 0)])
+    with pytest.raises(nnrt.BadData, match=r"\(LOG_SOFTMAX\), input 0 \(input\): expected "
+                                           "TENSOR_FLOAT32 or TENSOR_FLOAT16"):
+        model.finish()
+    model = _model(Op.LOG_SOFTMAX, [(F32, (2, 3), None), (T.FLOAT32, (), 1.0),
+                                    (T.INT32, (), -3)], [(F32, (2, 3))])
+    with pytest.raises(nnrt.BadData, match=r"\(LOG_SOFTMAX\), input 2 \(axis\): axis -3"):
+        model.finish()
+
+
+def test_quantised_softmax_validates_but_is_unsupported() -> None:
+    model = _model(Op.SOFTMAX, [(Q8, (2,), None, 0.5, 0), (T.FLOAT32, (), 1.0)],
+                   [(Q8, (2,), 1 / 256, 0)]).finish()
+    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(SOFTMAX\): the "
+                                               "TENSOR_QUANT8_ASYMM variant"):
+        nnrt.reference.run(model, [np.array([1, 2], np.uint8)])
