@@ -33,7 +33,7 @@ def demo_weights(seed: int = 7) -> Weights:
 
 
 def build_demo_model(weights: Weights, batch: int = 4) -> Model:
-    """input [batch, 14, 14, 1] → CONV_2D 3×3 relu → MAX_POOL 2×2 → FC → SOFTMAX."""
+    """input [batch, 14, 14, 1] → CONV_2D 3x3 relu → MAX_POOL 2x2 → FC → SOFTMAX."""
     b = ModelBuilder()
     x = b.input("image", (batch, 14, 14, 1))
     y = b.conv2d(x, weights["conv_w"], weights["conv_b"], padding="same", activation="relu")

@@ -18,12 +18,13 @@ the operand types (of the input named in the *selects kernel* column) the numpy 
 implement; a valid model using another variant — the quantised ones until the quantisation issue —
 is reported `Unsupported`, never computed wrongly. Float kernels compute in float64 and round once.
 
-| code | operation | inputs (in order; optional ones may be omitted) | kernel dtypes | selects kernel | status |
+| code | operation | inputs (main signature) | kernel dtypes | selects kernel | status |
 |---:|---|---|---|---|---|
 """
 
 _SHORT = {"TENSOR_FLOAT32": "f32", "TENSOR_FLOAT16": "f16", "TENSOR_INT32": "i32",
-          "TENSOR_BOOL8": "bool8", "TENSOR_QUANT8_ASYMM": "q8a", "TENSOR_QUANT8_ASYMM_SIGNED": "q8as",
+          "TENSOR_BOOL8": "bool8", "TENSOR_QUANT8_ASYMM": "q8a",
+          "TENSOR_QUANT8_ASYMM_SIGNED": "q8as",
           "TENSOR_QUANT8_SYMM": "q8s", "TENSOR_QUANT8_SYMM_PER_CHANNEL": "q8pc",
           "TENSOR_QUANT16_ASYMM": "q16a", "TENSOR_QUANT16_SYMM": "q16s"}
 
@@ -56,7 +57,8 @@ def render_text() -> str:
     lines = []
     for op in OperationType:
         d = defs.get(op)
-        kernels = ", ".join(_SHORT.get(t.name, t.name) for t in sorted(d.kernel_types)) if d else "-"
+        kernels = ", ".join(_SHORT.get(t.name, t.name) for t in sorted(d.kernel_types)
+                            ) if d else "-"
         status = "reference kernel" if d else "not implemented"
         lines.append(f"{int(op):>3}  {op.name:<30} {status:<16} {kernels}")
     lines.append(f"{len(defs)} of {len(OperationType)} operations have reference kernels")

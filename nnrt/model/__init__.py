@@ -12,5 +12,6 @@ from nnrt.model.types import OperationType as OperationType
 from nnrt.model.types import PaddingCode as PaddingCode
 from nnrt.model.types import Priority as Priority
 
-__all__ = ["ExecutionPreference", "FusedActivation", "Model", "ModelBuilder", "Operand", "OperandLifetime",
-           "OperandType", "Operation", "OperationType", "PaddingCode", "Priority"]
+__all__ = ["ExecutionPreference", "FusedActivation", "Model", "ModelBuilder", "Operand",
+           "OperandLifetime", "OperandType", "Operation", "OperationType", "PaddingCode",
+           "Priority"]

@@ -337,7 +337,8 @@ def add_rank_too_high(m: nnrt.Model) -> None:
     m.finish()
 
 
-@case(r"operation 0 \(ADD\), output 0 \(output\): expected TENSOR_FLOAT32 like input 0, got TENSOR_INT32")
+@case(r"operation 0 \(ADD\), output 0 \(output\): expected TENSOR_FLOAT32 like input 0, got "
+      r"TENSOR_INT32")
 def add_output_type_mismatch(m: nnrt.Model) -> None:
     a, b = _f32(m), _f32(m)
     out = _add(m, a, b, out_type=T.TENSOR_INT32)
@@ -362,7 +363,8 @@ def add_not_broadcastable(m: nnrt.Model) -> None:
     m.finish()
 
 
-@case(r"operation 0 \(ADD\), output 0 \(output\): declared dims \(3, 2\) contradict the shape \(2, 3\)")
+@case(r"operation 0 \(ADD\), output 0 \(output\): declared dims \(3, 2\) contradict the "
+      r"shape \(2, 3\)")
 def add_output_dims_contradict(m: nnrt.Model) -> None:
     a, b = _f32(m, (2, 3)), _f32(m, (1, 3))
     out = _add(m, a, b, out_dims=(3, 2))

@@ -168,7 +168,7 @@ def test_inputs_by_name_index_and_position() -> None:
     for inputs in ([x], {0: x}, {"a": x}):
         (y,) = nnrt.reference.run(m, inputs)
         np.testing.assert_array_equal(y, x + 0.5)
-    with pytest.raises(nnrt.BadData, match="no input named 'b'.*'a'"):
+    with pytest.raises(nnrt.BadData, match=r"no input named 'b'.*'a'"):
         nnrt.reference.run(m, {"b": x})
 
 
