@@ -1,0 +1,158 @@
+"""Generating and inspecting tensors: FILL, RANK, REVERSE (imported by ``nnrt.ops.tensor``).
+
+NNAPI signatures:
+
+* FILL (dims, value): dims a 1-D TENSOR_INT32 of positive sizes; value a scalar whose type follows
+  the output's: FLOAT16 for TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32, INT32 for TENSOR_INT32.
+  The dims may be a model input: the output shape is then known only at execution.
+* RANK (input): any tensor of TENSOR_FLOAT16 / FLOAT32 / INT32 / BOOL8 / QUANT8_ASYMM /
+  QUANT8_ASYMM_SIGNED / QUANT8_SYMM / QUANT8_SYMM_PER_CHANNEL / QUANT16_SYMM / QUANT16_ASYMM,
+  rank >= 1. Output: an INT32 scalar.
+* REVERSE (input, axis): input TENSOR_FLOAT16 / FLOAT32 / INT32 / QUANT8_ASYMM /
+  QUANT8_ASYMM_SIGNED of rank 1..8; axis a TENSOR_INT32 of shape [1] with a value in [0, rank).
+  Output: input's type, shape, scale and zero point, reversed along the axis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnrt.model.types import OperandType, OperationType
+from nnrt.ops.context import ExecutionContext, OperationContext
+from nnrt.ops.registry import Shape, register
+from nnrt.ops.shape_params import (
+    DATA_TYPES_INT,
+    FLOAT_INT_KERNELS,
+    Array,
+    check_rank,
+    const_ints,
+    expect_int_vector,
+    expect_output_like,
+    int_vector,
+)
+
+T = OperandType
+
+_FILL_VALUE_TYPES = {T.TENSOR_FLOAT16: T.FLOAT16, T.TENSOR_FLOAT32: T.FLOAT32,
+                     T.TENSOR_INT32: T.INT32}
+
+_RANK_TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_BOOL8,
+               T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
+               T.TENSOR_QUANT8_SYMM_PER_CHANNEL, T.TENSOR_QUANT16_SYMM, T.TENSOR_QUANT16_ASYMM)
+
+MAX_REVERSE_RANK = 8
+
+
+@register(OperationType.FILL, inputs=("dims", "value"),
+          kernel_types={T.FLOAT16, T.FLOAT32, T.INT32}, type_input=1)
+class Fill:
+    """FILL: a tensor of the given dims with every element equal to value."""
+
+    DIMS, VALUE = 0, 1
+
+    @staticmethod
+    def validate(ctx: OperationContext) -> None:
+        """NNAPI's static rules for FILL: the output type selects the value's type."""
+        ctx.expect_counts(2, 1)
+        out_type = ctx.expect_output_type(0, *_FILL_VALUE_TYPES)
+        expect_int_vector(ctx, Fill.DIMS)
+        ctx.expect_scalar(Fill.VALUE, _FILL_VALUE_TYPES[out_type])
+        dims = const_ints(ctx, Fill.DIMS)
+        if dims is not None:
+            _check_dims(ctx, dims)
+            out_dims = ctx.output_operand(0).dims
+            if out_dims and len(out_dims) != len(dims):
+                ctx.fail(f"expected rank {len(dims)} (the length of the dims input), got "
+                         f"{len(out_dims)}", output=0)
+
+    @staticmethod
+    def prepare(ctx: OperationContext) -> list[Shape]:
+        """The shape is the value of the dims input."""
+        return [tuple(_check_dims(ctx, int_vector(ctx, Fill.DIMS)))]
+
+    @staticmethod
+    def execute(ctx: ExecutionContext) -> list[Array]:
+        """A constant array of the output's dtype."""
+        return [np.full(ctx.output_shapes[0], ctx.scalar(Fill.VALUE), dtype=ctx.output_dtype(0))]
+
+
+def _check_dims(ctx: OperationContext, dims: list[int]) -> list[int]:
+    if not dims:
+        ctx.fail("the dims must have at least one element", input=Fill.DIMS)
+    if any(d < 1 for d in dims):
+        ctx.fail(f"dims must be positive, got {tuple(dims)}", input=Fill.DIMS)
+    return dims
+
+
+@register(OperationType.RANK, inputs=("input",),
+          kernel_types={T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_BOOL8})
+class Rank:
+    """RANK: the number of dims of the input, as an INT32 scalar."""
+
+    INPUT = 0
+
+    @staticmethod
+    def validate(ctx: OperationContext) -> None:
+        """NNAPI's static rules for RANK."""
+        ctx.expect_counts(1, 1)
+        ctx.expect_type(Rank.INPUT, *_RANK_TYPES)
+        ctx.expect_output_type(0, T.INT32)
+
+    @staticmethod
+    def prepare(ctx: OperationContext) -> list[Shape]:
+        """A scalar output."""
+        return [()]
+
+    @staticmethod
+    def execute(ctx: ExecutionContext) -> list[Array]:
+        """The input's ndim."""
+        shape = ctx.shape(Rank.INPUT)
+        check_rank(ctx, Rank.INPUT, shape, 1, None)
+        return [np.array(len(shape), dtype=np.int32)]
+
+
+@register(OperationType.REVERSE, inputs=("input", "axis"), kernel_types=FLOAT_INT_KERNELS)
+class Reverse:
+    """REVERSE: flip the input along one non-negative axis given as a [1] tensor."""
+
+    INPUT, AXIS = 0, 1
+
+    @staticmethod
+    def validate(ctx: OperationContext) -> None:
+        """NNAPI's static rules for REVERSE."""
+        ctx.expect_counts(2, 1)
+        ctx.expect_type(Reverse.INPUT, *DATA_TYPES_INT)
+        expect_int_vector(ctx, Reverse.AXIS, 1)
+        expect_output_like(ctx)
+        ctx.expect_rank_between(Reverse.INPUT, 1, MAX_REVERSE_RANK)
+        out_dims = ctx.output_operand(0).dims
+        rank = ctx.rank_or_none(Reverse.INPUT)
+        if out_dims and rank is not None and len(out_dims) != rank:
+            ctx.fail(f"expected rank {rank} like input {Reverse.INPUT}, got {len(out_dims)}",
+                     output=0)
+        axis = const_ints(ctx, Reverse.AXIS)
+        if axis is not None:
+            _reverse_axis(ctx, axis, rank)
+
+    @staticmethod
+    def prepare(ctx: OperationContext) -> list[Shape]:
+        """The input shape."""
+        shape = ctx.shape(Reverse.INPUT)
+        check_rank(ctx, Reverse.INPUT, shape, 1, MAX_REVERSE_RANK)
+        _reverse_axis(ctx, int_vector(ctx, Reverse.AXIS), len(shape))
+        return [shape]
+
+    @staticmethod
+    def execute(ctx: ExecutionContext) -> list[Array]:
+        """numpy flip along the axis."""
+        x = ctx.tensor(Reverse.INPUT)
+        return [np.flip(x, axis=_reverse_axis(ctx, int_vector(ctx, Reverse.AXIS), x.ndim))]
+
+
+def _reverse_axis(ctx: OperationContext, axis: list[int], rank: int | None) -> int:
+    if len(axis) != 1:
+        ctx.fail(f"expected exactly one axis, got {len(axis)}", input=Reverse.AXIS)
+    if axis[0] < 0 or (rank is not None and axis[0] >= rank):
+        upper = rank if rank is not None else "rank"
+        ctx.fail(f"axis {axis[0]} is out of range (expected [0, {upper}))", input=Reverse.AXIS)
+    return axis[0]

@@ -1,0 +1,113 @@
+"""Malformed-model rules of PAD, PAD_V2, MIRROR_PAD (nnrt/ops/pad.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nnrt
+from nnrt import OperandType as T
+from nnrt import OperationType as Op
+
+# (type, dims, constant value or None for a model input, scale, zero point)
+Spec = tuple[Any, ...]
+F32 = T.TENSOR_FLOAT32
+I32 = T.TENSOR_INT32
+
+
+def _model(op: Op, inputs: Sequence[Spec], outputs: Sequence[Spec]) -> nnrt.Model:
+    """A one-operation model; inputs without a value become model inputs."""
+    model = nnrt.Model()
+    op_in, model_in = [], []
+    for type_, dims, value, *quant in inputs:
+        index = model.add_operand(type_, dims, *quant)
+        if value is None:
+            model_in.append(index)
+        else:
+            model.set_operand_value(index, value)
+        op_in.append(index)
+    op_out = [model.add_operand(type_, dims, *quant) for type_, dims, *quant in outputs]
+    model.add_operation(op, op_in, op_out)
+    model.identify_inputs_and_outputs(model_in, op_out)
+    return model
+
+
+def test_pad_rejects_wrong_paddings_shape_and_values() -> None:
+    model = _model(Op.PAD, [(F32, (2, 2), None), (I32, (3, 2), [[0, 0]] * 3)], [(F32, (0, 0))])
+    with pytest.raises(nnrt.BadData, match=r"operation 0 \(PAD\), input 1 \(paddings\): "
+                                           r"expected 2 rows \(the input rank\), got 3"):
+        model.finish()
+    model = _model(Op.PAD, [(F32, (2, 2), None), (I32, (2, 2), [[0, -1], [0, 0]])],
+                   [(F32, (0, 0))])
+    with pytest.raises(nnrt.BadData, match=r"\(PAD\), input 1 \(paddings\): paddings must be "
+                                           r"non-negative"):
+        model.finish()
+
+
+def test_pad_rejects_rank_5_and_quant_scale_change() -> None:
+    model = _model(Op.PAD, [(F32, (1, 1, 1, 1, 2), None), (I32, (5, 2), None)],
+                   [(F32, (0, 0, 0, 0, 0))])
+    with pytest.raises(nnrt.BadData, match=r"\(PAD\), input 0 \(input\): expected rank between "
+                                           r"1 and 4, got 5"):
+        model.finish()
+    q8 = T.TENSOR_QUANT8_ASYMM
+    model = _model(Op.PAD, [(q8, (2,), None, 0.5, 3), (I32, (1, 2), [[1, 1]])],
+                   [(q8, (4,), 0.5, 4)])
+    with pytest.raises(nnrt.BadData, match=r"\(PAD\), output 0 \(output\): expected the scale "
+                                           r"and zero point of input 0"):
+        model.finish()
+
+
+def test_pad_paddings_checked_at_execution() -> None:
+    model = _model(Op.PAD, [(F32, (2,), None), (I32, (1, 2), None)], [(F32, (0,))]).finish()
+    x = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(nnrt.reference.run(model, [x, [[1, 0]]])[0], [0.0, 1.0, 2.0])
+    with pytest.raises(nnrt.BadData, match=r"\(PAD\), input 1 \(paddings\): paddings must be "
+                                           r"non-negative"):
+        nnrt.reference.run(model, [x, [[-1, 0]]])
+
+
+def test_pad_v2_value_type_follows_input_type() -> None:
+    f16 = T.TENSOR_FLOAT16
+    model = _model(Op.PAD_V2, [(f16, (2,), None), (I32, (1, 2), [[1, 1]]),
+                               (T.FLOAT32, (), 1.0)], [(f16, (4,))])
+    with pytest.raises(nnrt.BadData, match=r"\(PAD_V2\), input 2 \(pad_value\): expected "
+                                           r"FLOAT16, got FLOAT32"):
+        model.finish()
+    model = _model(Op.PAD_V2, [(F32, (2,), None), (I32, (1, 2), [[1, 1]])], [(F32, (4,))])
+    with pytest.raises(nnrt.BadData, match=r"\(PAD_V2\): expected 3 inputs, got 2"):
+        model.finish()
+
+
+def test_mirror_pad_rejects_bad_mode_and_oversized_paddings() -> None:
+    model = _model(Op.MIRROR_PAD, [(F32, (2, 3), None), (I32, (2, 2), [[0, 0], [1, 1]]),
+                                   (T.INT32, (), 2)], [(F32, (2, 5))])
+    with pytest.raises(nnrt.BadData, match=r"\(MIRROR_PAD\), input 2 \(mode\): invalid mode 2"):
+        model.finish()
+    model = _model(Op.MIRROR_PAD, [(F32, (2, 3), None), (I32, (2, 2), [[2, 0], [0, 0]]),
+                                   (T.INT32, (), 0)], [(F32, (0, 0))])
+    with pytest.raises(nnrt.BadData, match=r"\(MIRROR_PAD\), input 1 \(paddings\): REFLECT "
+                                           r"paddings of dimension 0 \(size 2\) must be at most 1"):
+        model.finish()
+
+
+def test_mirror_pad_symmetric_limit_checked_at_execution() -> None:
+    model = _model(Op.MIRROR_PAD, [(F32, (2,), None), (I32, (1, 2), None), (T.INT32, (), 1)],
+                   [(F32, (0,))]).finish()
+    x = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(nnrt.reference.run(model, [x, [[2, 0]]])[0], [2, 1, 1, 2])
+    with pytest.raises(nnrt.BadData, match=r"\(MIRROR_PAD\), input 1 \(paddings\): SYMMETRIC "
+                                           r"paddings of dimension 0 \(size 2\) must be at most 2"):
+        nnrt.reference.run(model, [x, [[3, 0]]])
+
+
+def test_quantised_pad_v2_validates_but_is_unsupported() -> None:
+    q8 = T.TENSOR_QUANT8_ASYMM
+    model = _model(Op.PAD_V2, [(q8, (2,), None, 0.5, 3), (I32, (1, 2), [[1, 1]]),
+                               (T.INT32, (), 7)], [(q8, (4,), 0.5, 3)]).finish()
+    with pytest.raises(nnrt.Unsupported, match=r"PAD_V2.*TENSOR_QUANT8_ASYMM variant of PAD_V2 "
+                                               r"is not implemented"):
+        nnrt.reference.run(model, [np.zeros(2, np.uint8)])
