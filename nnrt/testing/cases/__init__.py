@@ -10,6 +10,9 @@ from nnrt.testing.cases import (
     conversion,
     gather,
     matmul,
+    nnapi_conv,
+    nnapi_data,
+    nnapi_elementwise,
     normalization,
     pad,
     pooling,
@@ -27,8 +30,8 @@ from nnrt.testing.spec import OpCase
 
 __all__ = ["all_cases"]
 
-_FAMILIES = (activation, binary, comparison, conv, conversion, gather, matmul, normalization, pad,
-             pooling, reduce, reshape, resize, slicing, softmax, space, tensor, transpose_conv,
+_FAMILIES = (activation, binary, comparison, conv, conversion, gather, matmul, nnapi_conv,
+             nnapi_data, nnapi_elementwise, normalization, pad, pooling, reduce, reshape, resize, slicing, softmax, space, tensor, transpose_conv,
              unary)
 
 
