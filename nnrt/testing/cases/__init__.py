@@ -31,8 +31,8 @@ from nnrt.testing.spec import OpCase
 __all__ = ["all_cases"]
 
 _FAMILIES = (activation, binary, comparison, conv, conversion, gather, matmul, nnapi_conv,
-             nnapi_data, nnapi_elementwise, normalization, pad, pooling, reduce, reshape, resize, slicing, softmax, space, tensor, transpose_conv,
-             unary)
+             nnapi_data, nnapi_elementwise, normalization, pad, pooling, reduce, reshape, resize,
+             slicing, softmax, space, tensor, transpose_conv, unary)
 
 
 def all_cases() -> list[OpCase]:
