@@ -95,7 +95,7 @@ class ModelBuilder:
         """Mark ``tensors`` as the next model outputs."""
         for k, t in enumerate(tensors):
             if names is not None:
-                self.model.operand(t.index).name = names[k]
+                self.model._rename(t.index, names[k])
             self._outputs.append(t.index)
 
     def build(self) -> Model:

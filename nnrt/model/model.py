@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -148,9 +149,7 @@ class Model:
         operand = self._settable(index, "set_operand_value")
         where = f"operand {index} ({operand.describe()})"
         if value is None:
-            operand.lifetime = OperandLifetime.NO_VALUE
-            operand.value = None
-            operand.location = None
+            self._update(index, lifetime=OperandLifetime.NO_VALUE, value=None, location=None)
             return
         if operand.type == OperandType.SUBGRAPH:
             raise BadData(f"{where}: use set_operand_value_from_model for SUBGRAPH operands")
@@ -165,13 +164,12 @@ class Model:
             arr = arr.reshape(operand.dims)
         arr = np.array(arr, copy=True, order="C")
         arr.flags.writeable = False
-        operand.value = arr
-        operand.location = None
-        operand.lifetime = (
+        lifetime = (
             OperandLifetime.CONSTANT_COPY
             if arr.nbytes <= MAX_CONSTANT_COPY_BYTES
             else OperandLifetime.CONSTANT_REFERENCE
         )
+        self._update(index, value=arr, location=None, lifetime=lifetime)
 
     def set_operand_value_from_memory(
         self, index: int, memory: ConstantMemory, offset: int, length: int
@@ -196,9 +194,8 @@ class Model:
         if offset % itemsize:
             raise BadData(f"{where}: offset {offset} is not aligned to the element size "
                           f"{itemsize}")
-        operand.value = None
-        operand.location = MemoryLocation(memory, offset, length)
-        operand.lifetime = OperandLifetime.CONSTANT_REFERENCE
+        self._update(index, value=None, location=MemoryLocation(memory, offset, length),
+                     lifetime=OperandLifetime.CONSTANT_REFERENCE)
 
     def set_operand_symm_per_channel_quant_params(
         self, index: int, channel_dim: int, scales: Sequence[float]
@@ -210,13 +207,8 @@ class Model:
             raise BadData(f"{where}: per-channel quantisation needs "
                           "TENSOR_QUANT8_SYMM_PER_CHANNEL")
         quant = ChannelQuant(int(channel_dim), tuple(float(s) for s in scales))
-        previous = operand.channel_quant
-        operand.channel_quant = quant
-        try:
-            check_operand(operand, where)
-        except BadData:
-            operand.channel_quant = previous
-            raise
+        check_operand(replace(operand, channel_quant=quant), where)
+        self._update(index, channel_quant=quant)
 
     def set_operand_value_from_model(self, index: int, model: Model) -> None:
         """Make SUBGRAPH operand ``index`` refer to ``model`` (finished) for IF / WHILE."""
@@ -228,8 +220,7 @@ class Model:
             raise BadData(f"{where}: expected an nnrt.Model, got {type(model).__name__}")
         if model is self or not model.finished:
             raise BadData(f"{where}: the referenced model must be another, finished model")
-        operand.subgraph = model
-        operand.lifetime = OperandLifetime.SUBGRAPH
+        self._update(index, subgraph=model, lifetime=OperandLifetime.SUBGRAPH)
 
     def add_operation(
         self, type: OperationType | int, inputs: Sequence[int], outputs: Sequence[int]
@@ -270,11 +261,11 @@ class Model:
         if both:
             raise BadData(f"operand {min(both)} cannot be both a model input and a model output")
         for i in (*self._inputs, *self._outputs):
-            self._operands[i].lifetime = OperandLifetime.TEMPORARY_VARIABLE
+            self._update(i, lifetime=OperandLifetime.TEMPORARY_VARIABLE)
         for i in ins:
-            self._operands[i].lifetime = OperandLifetime.SUBGRAPH_INPUT
+            self._update(i, lifetime=OperandLifetime.SUBGRAPH_INPUT)
         for i in outs:
-            self._operands[i].lifetime = OperandLifetime.SUBGRAPH_OUTPUT
+            self._update(i, lifetime=OperandLifetime.SUBGRAPH_OUTPUT)
         self._inputs, self._outputs = ins, outs
         self._identified = True
 
@@ -331,10 +322,18 @@ class Model:
             raise BadData(f"operand {index}: a model {role} cannot have a constant value")
         return operand
 
+    def _update(self, index: int, **changes: Any) -> None:
+        """Replace operand ``index``'s record with one carrying ``changes`` (records are frozen)."""
+        self._require_mutable("update")
+        self._operands[index] = replace(self._operands[index], **changes)
+
     def _refine_dims(self, index: int, dims: tuple[int, ...]) -> None:
         """Set the dims of a not-yet-finished operand (the builder's inferred shapes)."""
-        self._require_mutable("_refine_dims")
-        self._operands[index].dims = tuple(dims)
+        self._update(index, dims=tuple(dims))
+
+    def _rename(self, index: int, name: str) -> None:
+        """Name operand ``index`` (the builder names outputs after creating them)."""
+        self._update(index, name=name)
 
     @staticmethod
     def _require_specified(operand: Operand, where: str) -> None:

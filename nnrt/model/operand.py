@@ -108,9 +108,9 @@ class ChannelQuant:
     scales: tuple[float, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Operand:
-    """One operand of a model: its type, shape, quantisation, lifetime and value.
+    """One operand of a model (immutable): its type, shape, quantisation, lifetime and value.
 
     ``dims`` uses 0 for an unknown dimension; a tensor with ``dims == ()`` has unknown rank.
     ``value`` holds the data of CONSTANT_COPY / CONSTANT_REFERENCE operands set from numpy;

@@ -268,3 +268,13 @@ def test_operations_added_out_of_order_run_in_dependency_order() -> None:
     assert m.run_order == (1, 0)
     (y,) = nnrt.reference.run(m, [np.array([1, 2], np.float32)])
     np.testing.assert_array_equal(y, [4, 16])
+
+
+def test_operand_records_are_frozen() -> None:
+    import dataclasses
+
+    m, _, _ = _add_model()
+    m.finish()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.operands[0].dims = (5, 5)  # type: ignore[misc]
+    assert m.operands[0].dims == (2, 2)
