@@ -47,17 +47,23 @@ class Model:
         self._finished = False
         self._run_order: tuple[int, ...] = ()
         self._inferred_dims: tuple[tuple[int, ...], ...] = ()
+        self._frozen_operands: tuple[Operand, ...] = ()
+        self._frozen_operations: tuple[Operation, ...] = ()
 
     # -- read access -------------------------------------------------------------------------
 
     @property
     def operands(self) -> Sequence[Operand]:
-        """The operands, by index (do not mutate them)."""
+        """The operands (immutable records), by index."""
+        if self._finished:
+            return self._frozen_operands
         return tuple(self._operands)
 
     @property
     def operations(self) -> Sequence[Operation]:
         """The operations, by index."""
+        if self._finished:
+            return self._frozen_operations
         return tuple(self._operations)
 
     @property
@@ -290,6 +296,8 @@ class Model:
         inferred = check_operations(self, run_order)
         self._run_order = run_order
         self._inferred_dims = inferred
+        self._frozen_operands = tuple(self._operands)
+        self._frozen_operations = tuple(self._operations)
         self._finished = True
         return self
 

@@ -33,8 +33,9 @@ def run(model: Model, inputs: Inputs) -> list[np.ndarray[Any, Any]]:
         raise BadState("nnrt.reference.run: the model is not finished (call model.finish())")
     check_supported(model)
     values = bind_inputs(model, inputs)
-    for op_index in model.run_order:
-        execute_operation(model, op_index, values)
+    with np.errstate(all="ignore"):  # NNAPI semantics: inf / NaN results, never warnings
+        for op_index in model.run_order:
+            execute_operation(model, op_index, values)
     return [values[index] for index in model.outputs]
 
 
@@ -71,7 +72,11 @@ def bind_inputs(model: Model, inputs: Inputs) -> dict[int, np.ndarray[Any, Any]]
 
 def execute_operation(model: Model, op_index: int, values: dict[int, np.ndarray[Any, Any]]
                       ) -> None:
-    """Run operation ``op_index``, reading inputs from and writing outputs into ``values``."""
+    """Run operation ``op_index``, reading inputs from and writing outputs into ``values``.
+
+    Call it under ``np.errstate(all="ignore")``: float overflow and invalid results are NNAPI
+    semantics (inf, NaN), not errors.
+    """
     op = model.operations[op_index]
     definition = lookup(op.type)
     if definition is None:
@@ -85,10 +90,9 @@ def execute_operation(model: Model, op_index: int, values: dict[int, np.ndarray[
     ctx = ExecutionContext(model.operands, op, op_index, definition, value_of,
                            relaxed=model.relaxed)
     try:
-        with np.errstate(all="ignore"):
-            shapes = [tuple(int(d) for d in s) for s in definition.prepare(ctx)]
-            ctx.output_shapes = shapes
-            results = list(definition.execute(ctx))
+        shapes = [tuple(int(d) for d in s) for s in definition.prepare(ctx)]
+        ctx.output_shapes = shapes
+        results = list(definition.execute(ctx))
     except NnrtError:
         raise
     except Exception as exc:
@@ -101,8 +105,7 @@ def execute_operation(model: Model, op_index: int, values: dict[int, np.ndarray[
         arr = np.asarray(result)
         dtype = dtype_of(operand.type)
         if arr.dtype != dtype:
-            with np.errstate(over="ignore", invalid="ignore"):  # overflow to ±inf is NNAPI's
-                arr = arr.astype(dtype)
+            arr = arr.astype(dtype)
         if slot < len(shapes) and arr.shape != shapes[slot]:
             raise OpFailed(f"{ctx.where(output=slot)}: kernel produced shape {arr.shape}, "
                            f"prepare computed {shapes[slot]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from nnrt.errors import Unsupported
@@ -34,8 +35,16 @@ def unsupported_reason(model: Model, op_index: int) -> str | None:
     return None
 
 
+_CHECKED: weakref.WeakSet[Model] = weakref.WeakSet()
+
+
 def check_supported(model: Model) -> None:
-    """Raise ``Unsupported`` listing every operation the reference kernels cannot run."""
+    """Raise ``Unsupported`` listing every operation the reference kernels cannot run.
+
+    A finished model that passed once is remembered (it is immutable).
+    """
+    if model in _CHECKED:
+        return
     problems = []
     for op_index in range(len(model.operations)):
         reason = unsupported_reason(model, op_index)
@@ -44,3 +53,5 @@ def check_supported(model: Model) -> None:
             problems.append(f"operation {op_index} ({op.type.name}): {reason}")
     if problems:
         raise Unsupported("unsupported operations: " + "; ".join(problems))
+    if model.finished:
+        _CHECKED.add(model)
