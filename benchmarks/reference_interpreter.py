@@ -62,7 +62,7 @@ def main() -> None:
     for batch in (1, 8):
         model, inputs = cnn(batch)
         median, best = _time(lambda m=model, i=inputs: nnrt.reference.run(m, i), 5)
-        print(f"| conv3x3 32→64 + dw3x3 + pool + mean, batch {batch}, 56×56 | "
+        print(f"| conv3x3 32→64 + dw3x3 + pool + mean, batch {batch}, 56x56 | "
               f"{median * 1e3:.1f} ms | {best * 1e3:.1f} ms |")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from single_op import build, scalar
 
 import nnrt
 from nnrt import OperandType as T
@@ -23,29 +24,12 @@ def _model(op: Op, tensors: Sequence[tuple[Any, ...]], params: Sequence[Any],
            param_inputs: Sequence[int] = ()) -> nnrt.Model:
     """One operation on ``tensors`` (type, dims[, scale, zero point]; model inputs) then
     ``params`` (int → INT32, bool → BOOL constants; slots in ``param_inputs`` become inputs)."""
-    model = nnrt.Model()
-    op_in, model_in = [], []
-    for k, (type_, dims, *quant) in enumerate(tensors):
-        index = model.add_operand(type_, dims, *quant)
-        if type_ == PER_CHANNEL and channel_quant is not None:
-            model.set_operand_symm_per_channel_quant_params(index, *channel_quant)
-        if k == 0:
-            model_in.append(index)
-        else:
-            model.set_operand_value(index, np.ones(dims, dtype_of(type_)))
-        op_in.append(index)
+    inputs = [(type_, dims, None if k == 0 else np.ones(dims, dtype_of(type_)), *quant)
+              for k, (type_, dims, *quant) in enumerate(tensors)]
     for value in params:
-        index = model.add_operand(T.BOOL if isinstance(value, bool) else T.INT32)
-        if len(op_in) in param_inputs:
-            model_in.append(index)
-        else:
-            model.set_operand_value(index, value)
-        op_in.append(index)
-    type_, dims, *quant = out
-    output = model.add_operand(type_, dims, *quant)
-    model.add_operation(op, op_in, [output])
-    model.identify_inputs_and_outputs(model_in, [output])
-    return model
+        type_, dims, value = scalar(value)
+        inputs.append((type_, dims, None if len(inputs) in param_inputs else value))
+    return build(op, inputs, [out], channel_quant=channel_quant)
 
 
 _FLOAT = [(F32, (1, 4, 4, 2)), (F32, (3, 3, 3, 2)), (F32, (3,))]

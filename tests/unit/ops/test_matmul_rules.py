@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from single_op import OMIT, build
 
 import nnrt
 from nnrt import OperandType as T
@@ -27,21 +28,8 @@ class Arg:
 
 
 def _model(op: Op, args: list[Arg], out: Arg) -> nnrt.Model:
-    m = nnrt.Model()
-    ins, model_ins = [], []
-    for a in args:
-        index = m.add_operand(a.type, a.dims, a.scale)
-        if a.omit:
-            m.set_operand_value(index, None)
-        elif a.value is None:
-            model_ins.append(index)
-        else:
-            m.set_operand_value(index, a.value)
-        ins.append(index)
-    y = m.add_operand(out.type, out.dims, out.scale)
-    m.add_operation(op, ins, [y])
-    m.identify_inputs_and_outputs(model_ins, [y])
-    return m.finish()
+    inputs = [(a.type, a.dims, OMIT if a.omit else a.value, a.scale) for a in args]
+    return build(op, inputs, [(out.type, out.dims, out.scale)]).finish()
 
 
 def _fc(x: tuple[int, ...] = (2, 3), w: tuple[int, ...] = (4, 3), b: tuple[int, ...] = (4,),

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from single_op import build
 
 import nnrt
 from nnrt import OperandType as T
@@ -18,19 +19,9 @@ def _model(op: Op, x_type: T, x_dims: tuple[int, ...], params: list[tuple[T, Any
            out_dims: tuple[int, ...], *, scale: float = 0.0, out_scale: float | None = None,
            finish: bool = True) -> nnrt.Model:
     """One pooling op: input 0 a model input, ``params`` constants (value None = model input)."""
-    m = nnrt.Model()
-    x = m.add_operand(x_type, x_dims, scale)
-    ins, model_ins = [x], [x]
-    for t, value in params:
-        index = m.add_operand(t)
-        if value is None:
-            model_ins.append(index)
-        else:
-            m.set_operand_value(index, value)
-        ins.append(index)
-    y = m.add_operand(x_type, out_dims, scale if out_scale is None else out_scale)
-    m.add_operation(op, ins, [y])
-    m.identify_inputs_and_outputs(model_ins, [y])
+    inputs = [(x_type, x_dims, None, scale), *((t, (), value) for t, value in params)]
+    out = (x_type, out_dims, scale if out_scale is None else out_scale)
+    m = build(op, inputs, [out])
     return m.finish() if finish else m
 
 

@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 import pytest
+from single_op import OMIT
+from single_op import build as _model
 
 import nnrt
 from nnrt import OperandType as T
 from nnrt import OperationType as Op
 
-# (type, dims, constant value / None for a model input / OMIT for NO_VALUE, scale, zero point)
-Spec = tuple[Any, ...]
-OMIT = object()
 F32 = T.TENSOR_FLOAT32
 I32 = T.TENSOR_INT32
-
-
-def _model(op: Op, inputs: Sequence[Spec], outputs: Sequence[Spec]) -> nnrt.Model:
-    """A one-operation model; inputs without a value become model inputs."""
-    model = nnrt.Model()
-    op_in, model_in = [], []
-    for type_, dims, value, *quant in inputs:
-        index = model.add_operand(type_, dims, *quant)
-        if value is None:
-            model_in.append(index)
-        else:
-            model.set_operand_value(index, None if value is OMIT else value)
-        op_in.append(index)
-    op_out = [model.add_operand(type_, dims, *quant) for type_, dims, *quant in outputs]
-    model.add_operation(op, op_in, op_out)
-    model.identify_inputs_and_outputs(model_in, op_out)
-    return model
 
 
 def test_reshape_rejects_wrong_input_count() -> None:

@@ -7,30 +7,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+import single_op
+from single_op import IN
 
 import nnrt
 from nnrt import OperandType as T
 from nnrt import OperationType as Op
 
-IN = object()  # marks an operand fed as a model input
-
 
 def build(op: Op, inputs: list[tuple[Any, ...]], outputs: list[tuple[Any, ...]]) -> nnrt.Model:
     """A one-operation model. Inputs are (type, dims, value[, scale, zero_point]); value IN makes
     a model input, None an omitted operand. Outputs are add_operand arguments."""
-    model = nnrt.Model()
-    op_inputs, model_inputs = [], []
-    for t, dims, value, *quant in inputs:
-        index = model.add_operand(t, dims, *quant)
-        op_inputs.append(index)
-        if value is IN:
-            model_inputs.append(index)
-        else:
-            model.set_operand_value(index, value)
-    op_outputs = [model.add_operand(*spec) for spec in outputs]
-    model.add_operation(op, op_inputs, op_outputs)
-    model.identify_inputs_and_outputs(model_inputs, op_outputs)
-    return model
+    return single_op.build(op, inputs, outputs, model_input=IN)
 
 
 def where(op: Op, slot: str = "") -> str:

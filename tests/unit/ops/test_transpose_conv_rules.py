@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from single_op import build, scalar
 
 import nnrt
 from nnrt import OperandType as T
@@ -22,26 +23,10 @@ def _model(tensors: Sequence[tuple[Any, ...]], params: Sequence[Any], out: tuple
            channel_quant: tuple[int, Sequence[float]] | None = None) -> nnrt.Model:
     """TRANSPOSE_CONV_2D on ``tensors`` (type, dims, value or None for a model input[, scale,
     zero point]) then ``params`` (int → INT32, bool → BOOL constants)."""
-    model = nnrt.Model()
-    op_in, model_in = [], []
-    for type_, dims, value, *quant in tensors:
-        index = model.add_operand(type_, dims, *quant)
-        if type_ == PER_CHANNEL and channel_quant is not None:
-            model.set_operand_symm_per_channel_quant_params(index, *channel_quant)
-        if value is None:
-            model_in.append(index)
-        else:
-            model.set_operand_value(index, np.asarray(value, dtype_of(type_)))
-        op_in.append(index)
-    for value in params:
-        index = model.add_operand(T.BOOL if isinstance(value, bool) else T.INT32)
-        model.set_operand_value(index, value)
-        op_in.append(index)
-    type_, dims, *quant = out
-    output = model.add_operand(type_, dims, *quant)
-    model.add_operation(Op.TRANSPOSE_CONV_2D, op_in, [output])
-    model.identify_inputs_and_outputs(model_in, [output])
-    return model
+    inputs = [(type_, dims, None if value is None else np.asarray(value, dtype_of(type_)), *quant)
+              for type_, dims, value, *quant in tensors]
+    inputs += [scalar(value) for value in params]
+    return build(Op.TRANSPOSE_CONV_2D, inputs, [out], channel_quant=channel_quant)
 
 
 _FLOAT = [(F32, (1, 2, 2, 2), None), (F32, (3, 2, 2, 2), np.ones((3, 2, 2, 2))),
