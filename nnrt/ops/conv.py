@@ -43,7 +43,6 @@ from nnrt.ops.conv_geometry import (
     Signature,
     build_signature,
     check_conv_types,
-    conv_out_size,
     from_nhwc,
     layout_of,
     named,
@@ -56,6 +55,7 @@ from nnrt.ops.conv_geometry import (
     validate_param_types,
 )
 from nnrt.ops.fused import apply_activation
+from nnrt.ops.padding import conv_out_size
 from nnrt.ops.registry import OperationDef, Shape, add_definition
 
 Array = np.ndarray[Any, Any]

@@ -6,7 +6,8 @@ bias`` followed by scalar parameters whose positions depend on the signature (ex
 optional or required BOOL layout, true meaning NCHW; optional dilation factors width then
 height). :class:`Signature` records where each parameter lives for one operation's input count,
 so the operation modules only describe their layouts. Operand types and quantisation rules
-shared by the four operations live here too (:func:`check_conv_types`).
+shared by the four operations live here too (:func:`check_conv_types`). The implicit padding
+rule itself lives in :mod:`nnrt.ops.padding`, shared with pooling.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from nnrt.model.types import FusedActivation, OperandType, PaddingCode
 from nnrt.ops.context import OperationContext
+from nnrt.ops.padding import implicit_padding
 
 __all__ = [
     "BIAS",
@@ -32,7 +34,6 @@ __all__ = [
     "build_signature",
     "check_conv_types",
     "check_param_values",
-    "conv_out_size",
     "from_nhwc",
     "layout_of",
     "named",
@@ -41,7 +42,6 @@ __all__ = [
     "optional_tail_signature",
     "output_dims",
     "read_geometry",
-    "same_padding",
     "to_nhwc",
     "validate_param_types",
 ]
@@ -276,22 +276,6 @@ class Geometry:
     extra: int = 1
 
 
-def same_padding(size: int, stride: int, dilation: int, filter_size: int, *,
-                 transpose: bool = False) -> tuple[int, int]:
-    """NNAPI's SAME padding (head, tail) for one spatial dimension of ``size``.
-
-    The output keeps ``ceil(size / stride)`` positions; the total padding that needs is split
-    with the smaller half first. For TRANSPOSE_CONV_2D ``size`` is the output size and the tail
-    is whatever makes the last stride fit exactly, which may be negative.
-    """
-    effective = (filter_size - 1) * dilation + 1
-    out = -(-size // stride)
-    total = (out - 1) * stride + effective - size
-    head = max(total, 0) // 2
-    tail = total - head if transpose else max(total, 0) - head
-    return head, tail
-
-
 def read_geometry(ctx: OperationContext, sig: Signature, *, spatial: tuple[int, int],
                   filter_hw: tuple[int, int]) -> Geometry:
     """Resolve ``sig``'s parameters for an input of ``spatial`` (height, width) dims.
@@ -306,12 +290,9 @@ def read_geometry(ctx: OperationContext, sig: Signature, *, spatial: tuple[int, 
     if sig.explicit:
         left, right, top, bottom = (int(ctx.value(s)) for s in sig.padding)
     else:
-        code = ctx.value(sig.padding[0])
-        if code == PaddingCode.SAME:
-            top, bottom = same_padding(spatial[0], stride_h, dil_h, filter_hw[0])
-            left, right = same_padding(spatial[1], stride_w, dil_w, filter_hw[1])
-        else:
-            top = bottom = left = right = 0
+        code = int(ctx.value(sig.padding[0]))
+        top, bottom = implicit_padding(code, spatial[0], stride_h, filter_hw[0], dil_h)
+        left, right = implicit_padding(code, spatial[1], stride_w, filter_hw[1], dil_w)
     return Geometry(
         pad_top=top, pad_bottom=bottom, pad_left=left, pad_right=right,
         stride_h=stride_h, stride_w=stride_w, dilation_h=dil_h, dilation_w=dil_w,
@@ -335,14 +316,6 @@ def output_dims(batches: int, height: int, width: int, channels: int,
                 nchw: bool) -> tuple[int, int, int, int]:
     """A 4-D output shape in the given layout."""
     return (batches, channels, height, width) if nchw else (batches, height, width, channels)
-
-
-def conv_out_size(size: int, filter_size: int, stride: int, dilation: int,
-                  padding: tuple[int, int]) -> int:
-    """Output positions of a strided, dilated convolution padded by (head, tail)."""
-    head, tail = padding
-    effective = (filter_size - 1) * dilation + 1
-    return (size + head + tail - effective) // stride + 1
 
 
 def to_nhwc(x: Array, nchw: bool) -> Array:

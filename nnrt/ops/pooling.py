@@ -27,6 +27,7 @@ import numpy as np
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.fused import apply_activation
+from nnrt.ops.padding import conv_out_size
 from nnrt.ops.pooling_geometry import (
     EXPLICIT_COUNTS,
     EXPLICIT_NAMES,
@@ -35,7 +36,6 @@ from nnrt.ops.pooling_geometry import (
     PoolParams,
     check_params,
     layout_slot,
-    out_size,
     param_slots,
     read_params,
 )
@@ -97,8 +97,8 @@ def _geometry(ctx: OperationContext, shape: Shape) -> tuple[PoolParams, int, int
         if size + head + tail < filt:
             ctx.fail(f"filter {name} {filt} exceeds the padded input {name} "
                      f"{size + head + tail}", input=slots[f"filter_{name}"])
-    oh = out_size(h, p.filter_h, p.stride_h, p.pad_top, p.pad_bottom)
-    ow = out_size(w, p.filter_w, p.stride_w, p.pad_left, p.pad_right)
+    oh = conv_out_size(h, p.filter_h, p.stride_h, 1, (p.pad_top, p.pad_bottom))
+    ow = conv_out_size(w, p.filter_w, p.stride_w, 1, (p.pad_left, p.pad_right))
     return p, oh, ow
 
 

@@ -5,7 +5,8 @@ stride width/height, filter width/height, activation[, layout]) or an implicit p
 (input, padding code, stride width/height, filter width/height, activation[, layout]).
 :func:`read_params` turns either form into one :class:`PoolParams`; :func:`check_params`
 enforces NNAPI's runtime rules on the values (positive strides and filters, non-negative
-padding smaller than the filter on every side).
+padding smaller than the filter on every side). The implicit padding rule and the window count
+are :mod:`nnrt.ops.padding`'s, shared with the convolutions.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from nnrt.model.types import PaddingCode
 from nnrt.ops.context import OperationContext
+from nnrt.ops.padding import implicit_padding
 
 __all__ = [
     "EXPLICIT_COUNTS",
@@ -22,10 +24,8 @@ __all__ = [
     "IMPLICIT_NAMES",
     "PoolParams",
     "check_params",
-    "implicit_padding",
     "is_explicit",
     "layout_slot",
-    "out_size",
     "param_slots",
     "read_params",
 ]
@@ -87,24 +87,6 @@ class PoolParams:
     nchw: bool
 
 
-def implicit_padding(size: int, stride: int, filter_size: int, scheme: int) -> tuple[int, int]:
-    """NNAPI's (head, tail) padding for an implicit scheme along one spatial dimension.
-
-    SAME pads so that the output has ``ceil(size / stride)`` elements, the odd element going
-    to the tail; VALID does not pad.
-    """
-    if scheme != PaddingCode.SAME:
-        return 0, 0
-    out = (size + stride - 1) // stride
-    total = max((out - 1) * stride + filter_size - size, 0)
-    return total // 2, total - total // 2
-
-
-def out_size(size: int, filter_size: int, stride: int, head: int, tail: int) -> int:
-    """Number of window positions along one dimension (the window must fit the padded size)."""
-    return (size + head + tail - filter_size) // stride + 1
-
-
 def _value(ctx: OperationContext, slot: int, static: bool) -> int | None:
     if static:
         value = ctx.constant(slot)
@@ -162,7 +144,7 @@ def read_params(ctx: OperationContext, shape: tuple[int, ...]) -> PoolParams:
     stride_w, stride_h, filter_w, filter_h, activation = (
         int(ctx.scalar(i)) for i in (IM_STRIDE_W, IM_STRIDE_H, IM_FILTER_W, IM_FILTER_H,
                                      IM_ACTIVATION))
-    left, right = implicit_padding(width, stride_w, filter_w, scheme)
-    top, bottom = implicit_padding(height, stride_h, filter_h, scheme)
+    left, right = implicit_padding(scheme, width, stride_w, filter_w)
+    top, bottom = implicit_padding(scheme, height, stride_h, filter_h)
     return PoolParams(left, right, top, bottom, stride_w, stride_h, filter_w, filter_h,
                       activation, nchw)

@@ -41,11 +41,11 @@ from nnrt.ops.conv_geometry import (
     layout_of,
     nhwc_dims,
     output_dims,
-    same_padding,
     to_nhwc,
     validate_param_types,
 )
 from nnrt.ops.fused import apply_activation
+from nnrt.ops.padding import same_padding
 from nnrt.ops.registry import Shape, register
 
 T = OperandType
