@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext, Unknown
+from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import Shape, register
 from nnrt.ops.shape_params import (
     DATA_TYPES,
@@ -34,11 +34,13 @@ from nnrt.ops.shape_params import (
     FLOAT_INT_KERNELS,
     FLOAT_KERNELS,
     Array,
-    check_rank,
+    checked_shape,
     const_ints,
-    expect_int_vector,
     expect_output_like,
+    expect_output_rank,
+    expect_tensor_and_ints,
     int_vector,
+    known_axis,
 )
 
 T = OperandType
@@ -55,24 +57,16 @@ class Reshape:
     @staticmethod
     def validate(ctx: OperationContext) -> None:
         """NNAPI's static rules for RESHAPE."""
-        ctx.expect_counts(2, 1)
-        ctx.expect_type(Reshape.INPUT, *DATA_TYPES)
-        expect_int_vector(ctx, Reshape.SHAPE)
-        expect_output_like(ctx)
-        ctx.expect_rank_between(Reshape.INPUT, 1, MAX_RANK)
+        expect_tensor_and_ints(ctx, DATA_TYPES, Reshape.SHAPE, max_rank=MAX_RANK)
         target = const_ints(ctx, Reshape.SHAPE)
         if target is not None:
             _check_target(ctx, target)
-            out_dims = ctx.output_operand(0).dims
-            if out_dims and len(out_dims) != len(target):
-                ctx.fail(f"expected rank {len(target)} (the length of the shape input), got "
-                         f"{len(out_dims)}", output=0)
+            expect_output_rank(ctx, len(target), "(the length of the shape input)")
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """The target shape with its -1 component resolved."""
-        shape = ctx.shape(Reshape.INPUT)
-        check_rank(ctx, Reshape.INPUT, shape, 1, MAX_RANK)
+        shape = checked_shape(ctx, Reshape.INPUT, 1, MAX_RANK)
         target = int_vector(ctx, Reshape.SHAPE)
         _check_target(ctx, target)
         count = math.prod(shape)
@@ -113,12 +107,7 @@ class Squeeze:
     @staticmethod
     def validate(ctx: OperationContext) -> None:
         """NNAPI's static rules for SQUEEZE."""
-        ctx.expect_counts(2, 1)
-        ctx.expect_type(Squeeze.INPUT, *DATA_TYPES)
-        if not ctx.is_omitted(Squeeze.DIMS):
-            expect_int_vector(ctx, Squeeze.DIMS)
-        expect_output_like(ctx)
-        ctx.expect_rank_between(Squeeze.INPUT, 1, MAX_RANK)
+        expect_tensor_and_ints(ctx, DATA_TYPES, Squeeze.DIMS, optional=True, max_rank=MAX_RANK)
         rank = ctx.rank_or_none(Squeeze.INPUT)
         axes = const_ints(ctx, Squeeze.DIMS)
         if rank is not None and axes is not None:
@@ -127,8 +116,7 @@ class Squeeze:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """The input shape without the squeezed dims ([1] if none remain)."""
-        shape = ctx.shape(Squeeze.INPUT)
-        check_rank(ctx, Squeeze.INPUT, shape, 1, MAX_RANK)
+        shape = checked_shape(ctx, Squeeze.INPUT, 1, MAX_RANK)
         if ctx.is_omitted(Squeeze.DIMS):
             drop = {k for k, d in enumerate(shape) if d == 1}
         else:
@@ -173,12 +161,8 @@ class ExpandDims:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """The input shape with a 1 inserted at the axis."""
-        shape = ctx.shape(ExpandDims.INPUT)
-        check_rank(ctx, ExpandDims.INPUT, shape, 1, None)
-        ctx.scalar(ExpandDims.AXIS)  # Unknown until the axis is known
-        axis = ctx.expect_axis(ExpandDims.AXIS, len(shape), allow_end=True)
-        if axis is None:
-            raise Unknown
+        shape = checked_shape(ctx, ExpandDims.INPUT, 1, None)
+        axis = known_axis(ctx, ExpandDims.AXIS, len(shape), allow_end=True)
         return [(*shape[:axis], 1, *shape[axis:])]
 
     @staticmethod
@@ -196,13 +180,8 @@ class Transpose:
     @staticmethod
     def validate(ctx: OperationContext) -> None:
         """NNAPI's static rules for TRANSPOSE."""
-        ctx.expect_counts(2, 1)
-        ctx.expect_type(Transpose.INPUT, *DATA_TYPES)
-        rank = ctx.rank_or_none(Transpose.INPUT)
-        if not ctx.is_omitted(Transpose.PERM):
-            expect_int_vector(ctx, Transpose.PERM, rank)
-        expect_output_like(ctx)
-        ctx.expect_rank_between(Transpose.INPUT, 1, MAX_RANK)
+        rank = expect_tensor_and_ints(ctx, DATA_TYPES, Transpose.PERM, one_per_dim=True,
+                                      optional=True, max_rank=MAX_RANK)
         perm = const_ints(ctx, Transpose.PERM)
         if rank is not None and perm is not None:
             _check_perm(ctx, perm, rank)
@@ -210,8 +189,7 @@ class Transpose:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """The input dims in ``perm`` order."""
-        shape = ctx.shape(Transpose.INPUT)
-        check_rank(ctx, Transpose.INPUT, shape, 1, MAX_RANK)
+        shape = checked_shape(ctx, Transpose.INPUT, 1, MAX_RANK)
         perm = _perm(ctx, len(shape))
         return [tuple(shape[k] for k in perm)]
 

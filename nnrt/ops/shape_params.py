@@ -1,4 +1,5 @@
-"""Rules shared by the shape, joining and padding families (``reshape``, ``tensor``, ``pad``).
+"""Rules shared by the shape, joining, padding and space families (``reshape``, ``tensor``,
+``tensor_gen``, ``pad``, ``space``).
 
 Several of these operations take their shape parameters as 1-D / 2-D TENSOR_INT32 operands that
 may be constants (checked at ``finish()``) or model inputs (checked before each execution), and
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType
-from nnrt.ops.context import OperationContext
+from nnrt.ops.context import OperationContext, Unknown
 from nnrt.ops.registry import Shape
 
 __all__ = [
@@ -24,9 +25,13 @@ __all__ = [
     "QUANT8",
     "Array",
     "check_rank",
+    "checked_shape",
     "const_ints",
     "expect_int_vector",
     "expect_output_like",
+    "expect_output_rank",
+    "expect_tensor_and_ints",
+    "known_axis",
     "int_matrix",
     "int_vector",
 ]
@@ -43,8 +48,6 @@ FLOAT_KERNELS = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
 FLOAT_INT_KERNELS = FLOAT_KERNELS | {T.TENSOR_INT32}
 
 
-
-
 def expect_output_like(ctx: OperationContext, j: int = 0, i: int = 0) -> None:
     """Require output ``j`` to have input ``i``'s type and, when quantised, scale and zero point."""
     ctx.expect_output_like_input(j, i)
@@ -59,6 +62,45 @@ def expect_int_vector(ctx: OperationContext, i: int, length: int | None = None) 
     if length is not None and dims and dims[0] and dims[0] != length:
         noun = "element" if length == 1 else "elements"
         ctx.fail(f"expected {length} {noun}, got {dims[0]}", input=i)
+
+
+def expect_tensor_and_ints(ctx: OperationContext, types: tuple[OperandType, ...], ints: int, *,
+                           length: int | None = None, one_per_dim: bool = False,
+                           optional: bool = False, max_rank: int | None = None) -> int | None:
+    """The static rules of a (tensor, TENSOR_INT32 vector) -> tensor operation.
+
+    Two inputs and one output; input 0 of one of ``types``; input ``ints`` a 1-D TENSOR_INT32 (of
+    ``length`` elements, or with ``one_per_dim`` input 0's rank, when known; may be omitted when
+    ``optional``); output 0 like input 0; input 0's rank at most ``max_rank`` (when given and
+    known). Returns input 0's rank (None while unknown).
+    """
+    ctx.expect_counts(2, 1)
+    ctx.expect_type(0, *types)
+    rank = ctx.rank_or_none(0)
+    if not (optional and ctx.is_omitted(ints)):
+        expect_int_vector(ctx, ints, rank if one_per_dim else length)
+    expect_output_like(ctx)
+    if max_rank is not None:
+        ctx.expect_rank_between(0, 1, max_rank)
+    return rank
+
+
+def expect_output_rank(ctx: OperationContext, rank: int | None, reason: str) -> None:
+    """Require declared output 0 (if its rank is given) to have ``rank`` (if known)."""
+    out_dims = ctx.output_operand(0).dims
+    if out_dims and rank is not None and len(out_dims) != rank:
+        ctx.fail(f"expected rank {rank} {reason}, got {len(out_dims)}", output=0)
+
+
+def known_axis(ctx: OperationContext, i: int, rank: int, *, allow_end: bool = False) -> int:
+    """The INT32 axis input ``i`` checked against ``rank`` and normalised (see ``expect_axis``).
+
+    Raises ``Unknown`` while the axis is not known.
+    """
+    axis = ctx.expect_axis(i, rank, allow_end=allow_end)
+    if axis is None:
+        raise Unknown
+    return axis
 
 
 def const_ints(ctx: OperationContext, i: int) -> list[int] | None:
@@ -92,3 +134,10 @@ def check_rank(ctx: OperationContext, i: int, shape: Shape, low: int, high: int 
     if rank < low or (high is not None and rank > high):
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         ctx.fail(f"expected rank {bound}, got {rank}", input=i)
+
+
+def checked_shape(ctx: OperationContext, i: int, low: int, high: int | None) -> Shape:
+    """The shape of input ``i`` (``Unknown`` until known), its rank checked by ``check_rank``."""
+    shape = ctx.shape(i)
+    check_rank(ctx, i, shape, low, high)
+    return shape

@@ -30,15 +30,15 @@ import numpy as np
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import Shape, register
+from nnrt.ops.shape_params import known_axis
 from nnrt.ops.space_layout import (
     IMAGE_TYPES,
     Array,
     expect_bool_flags,
-    flag,
     from_nhwc,
     from_nhwc_array,
-    to_nhwc,
-    to_nhwc_array,
+    nhwc_input,
+    nhwc_shape,
 )
 
 T = OperandType
@@ -56,18 +56,44 @@ def _common(ctx: OperationContext, counts: tuple[int, ...], layout: int) -> None
     ctx.expect_output_quant_like_input(0, 0)
 
 
-def _image_shape(ctx: OperationContext, layout: int) -> tuple[bool, Shape]:
-    """The layout flag and the NHWC shape of the 4-D input 0."""
-    shape = ctx.shape(0)
-    if len(shape) != 4:
-        ctx.fail(f"expected rank 4, got {len(shape)}", input=0)
-    nchw = flag(ctx, layout)
-    return nchw, to_nhwc(shape, nchw)
-
-
 def _expect_block_size(ctx: OperationContext, i: int, value: int | None) -> None:
     if value is not None and value < 1:
         ctx.fail(f"block size must be at least 1, got {value}", input=i)
+
+
+class _BlockSizeOp:
+    """What DEPTH_TO_SPACE and SPACE_TO_DEPTH share: (input, block_size[, layout])."""
+
+    INPUT, BLOCK_SIZE, LAYOUT = 0, 1, 2
+
+    @staticmethod
+    def validate(ctx: OperationContext) -> None:
+        """NNAPI's rules for DEPTH_TO_SPACE / SPACE_TO_DEPTH."""
+        _common(ctx, (2, 3), _BlockSizeOp.LAYOUT)
+        ctx.expect_scalar(_BlockSizeOp.BLOCK_SIZE, T.INT32)
+        _expect_block_size(ctx, _BlockSizeOp.BLOCK_SIZE, ctx.constant(_BlockSizeOp.BLOCK_SIZE))
+
+    @staticmethod
+    def image(ctx: OperationContext) -> tuple[bool, Shape, int]:
+        """The layout flag, the NHWC input shape and the (checked) block size."""
+        nchw, shape = nhwc_shape(ctx, _BlockSizeOp.LAYOUT)
+        b = int(ctx.scalar(_BlockSizeOp.BLOCK_SIZE))
+        _expect_block_size(ctx, _BlockSizeOp.BLOCK_SIZE, b)
+        return nchw, shape, b
+
+    @staticmethod
+    def tensor(ctx: ExecutionContext) -> tuple[bool, int, Array]:
+        """The layout flag, the block size and input 0 as an NHWC array."""
+        nchw, x = nhwc_input(ctx, _BlockSizeOp.LAYOUT)
+        return nchw, int(ctx.scalar(_BlockSizeOp.BLOCK_SIZE)), x
+
+
+def _expect_block_shape(ctx: OperationContext, i: int) -> None:
+    """Require a [2] TENSOR_INT32 block shape (values ≥ 1 when constant)."""
+    _expect_int_tensor(ctx, i, (2,))
+    value = ctx.constant(i)
+    if value is not None and np.any(np.asarray(value) < 1):
+        ctx.fail(f"block sizes must be at least 1, got {np.asarray(value).tolist()}", input=i)
 
 
 def _expect_int_tensor(ctx: OperationContext, i: int, dims: tuple[int, ...]) -> None:
@@ -89,32 +115,15 @@ def _block_shape(ctx: OperationContext, i: int) -> tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
-def _expect_block_values(ctx: OperationContext, i: int) -> None:
-    value = ctx.constant(i)
-    if value is not None and np.any(np.asarray(value) < 1):
-        ctx.fail(f"block sizes must be at least 1, got {np.asarray(value).tolist()}", input=i)
-
-
 @register(OperationType.DEPTH_TO_SPACE, inputs=("input", "block_size", "layout"),
           kernel_types=_KERNEL_TYPES)
-class DepthToSpace:
+class DepthToSpace(_BlockSizeOp):
     """Moves blocks of depth into spatial blocks."""
-
-    INPUT, BLOCK_SIZE, LAYOUT = 0, 1, 2
-
-    @staticmethod
-    def validate(ctx: OperationContext) -> None:
-        """NNAPI's rules for DEPTH_TO_SPACE."""
-        _common(ctx, (2, 3), DepthToSpace.LAYOUT)
-        ctx.expect_scalar(DepthToSpace.BLOCK_SIZE, T.INT32)
-        _expect_block_size(ctx, DepthToSpace.BLOCK_SIZE, ctx.constant(DepthToSpace.BLOCK_SIZE))
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """``[n, h * b, w * b, c / b²]`` in the input's layout."""
-        nchw, (n, h, w, c) = _image_shape(ctx, DepthToSpace.LAYOUT)
-        b = int(ctx.scalar(DepthToSpace.BLOCK_SIZE))
-        _expect_block_size(ctx, DepthToSpace.BLOCK_SIZE, b)
+        nchw, (n, h, w, c), b = _BlockSizeOp.image(ctx)
         if c % (b * b):
             ctx.fail(f"depth {c} is not divisible by block_size² = {b * b}", input=0)
         return [from_nhwc((n, h * b, w * b, c // (b * b)), nchw)]
@@ -122,9 +131,7 @@ class DepthToSpace:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Reshape the depth into (b, b, c_out) and interleave it with height and width."""
-        nchw = flag(ctx, DepthToSpace.LAYOUT)
-        b = int(ctx.scalar(DepthToSpace.BLOCK_SIZE))
-        x = to_nhwc_array(ctx.tensor(0), nchw)
+        nchw, b, x = _BlockSizeOp.tensor(ctx)
         n, h, w, c = x.shape
         y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
         return [from_nhwc_array(y.reshape(n, h * b, w * b, c // (b * b)), nchw)]
@@ -132,24 +139,13 @@ class DepthToSpace:
 
 @register(OperationType.SPACE_TO_DEPTH, inputs=("input", "block_size", "layout"),
           kernel_types=_KERNEL_TYPES)
-class SpaceToDepth:
+class SpaceToDepth(_BlockSizeOp):
     """Moves spatial blocks into depth."""
-
-    INPUT, BLOCK_SIZE, LAYOUT = 0, 1, 2
-
-    @staticmethod
-    def validate(ctx: OperationContext) -> None:
-        """NNAPI's rules for SPACE_TO_DEPTH."""
-        _common(ctx, (2, 3), SpaceToDepth.LAYOUT)
-        ctx.expect_scalar(SpaceToDepth.BLOCK_SIZE, T.INT32)
-        _expect_block_size(ctx, SpaceToDepth.BLOCK_SIZE, ctx.constant(SpaceToDepth.BLOCK_SIZE))
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """``[n, h / b, w / b, c * b²]`` in the input's layout."""
-        nchw, (n, h, w, c) = _image_shape(ctx, SpaceToDepth.LAYOUT)
-        b = int(ctx.scalar(SpaceToDepth.BLOCK_SIZE))
-        _expect_block_size(ctx, SpaceToDepth.BLOCK_SIZE, b)
+        nchw, (n, h, w, c), b = _BlockSizeOp.image(ctx)
         if h % b or w % b:
             ctx.fail(f"height {h} and width {w} must be divisible by block_size {b}", input=0)
         return [from_nhwc((n, h // b, w // b, c * b * b), nchw)]
@@ -157,9 +153,7 @@ class SpaceToDepth:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Split height and width into blocks and move the block offsets into depth."""
-        nchw = flag(ctx, SpaceToDepth.LAYOUT)
-        b = int(ctx.scalar(SpaceToDepth.BLOCK_SIZE))
-        x = to_nhwc_array(ctx.tensor(0), nchw)
+        nchw, b, x = _BlockSizeOp.tensor(ctx)
         n, h, w, c = x.shape
         y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
         return [from_nhwc_array(y.reshape(n, h // b, w // b, b * b * c), nchw)]
@@ -176,13 +170,12 @@ class BatchToSpaceNd:
     def validate(ctx: OperationContext) -> None:
         """NNAPI's rules for BATCH_TO_SPACE_ND."""
         _common(ctx, (2, 3), BatchToSpaceNd.LAYOUT)
-        _expect_int_tensor(ctx, BatchToSpaceNd.BLOCK_SHAPE, (2,))
-        _expect_block_values(ctx, BatchToSpaceNd.BLOCK_SHAPE)
+        _expect_block_shape(ctx, BatchToSpaceNd.BLOCK_SHAPE)
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """``[n / (bh * bw), h * bh, w * bw, c]`` in the input's layout."""
-        nchw, (n, h, w, c) = _image_shape(ctx, BatchToSpaceNd.LAYOUT)
+        nchw, (n, h, w, c) = nhwc_shape(ctx, BatchToSpaceNd.LAYOUT)
         bh, bw = _block_shape(ctx, BatchToSpaceNd.BLOCK_SHAPE)
         if n % (bh * bw):
             ctx.fail(f"batch {n} is not divisible by the block size product {bh * bw}",
@@ -192,9 +185,8 @@ class BatchToSpaceNd:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Split the batch into (bh, bw, n_out) and interleave it with height and width."""
-        nchw = flag(ctx, BatchToSpaceNd.LAYOUT)
+        nchw, x = nhwc_input(ctx, BatchToSpaceNd.LAYOUT)
         bh, bw = _block_shape(ctx, BatchToSpaceNd.BLOCK_SHAPE)
-        x = to_nhwc_array(ctx.tensor(0), nchw)
         n, h, w, c = x.shape
         n_out = n // (bh * bw)
         y = x.reshape(bh, bw, n_out, h, w, c).transpose(2, 3, 0, 4, 1, 5)
@@ -212,8 +204,7 @@ class SpaceToBatchNd:
     def validate(ctx: OperationContext) -> None:
         """NNAPI's rules for SPACE_TO_BATCH_ND."""
         _common(ctx, (3, 4), SpaceToBatchNd.LAYOUT)
-        _expect_int_tensor(ctx, SpaceToBatchNd.BLOCK_SHAPE, (2,))
-        _expect_block_values(ctx, SpaceToBatchNd.BLOCK_SHAPE)
+        _expect_block_shape(ctx, SpaceToBatchNd.BLOCK_SHAPE)
         _expect_int_tensor(ctx, SpaceToBatchNd.PADDINGS, (2, 2))
         pads = ctx.constant(SpaceToBatchNd.PADDINGS)
         if pads is not None and np.any(np.asarray(pads) < 0):
@@ -235,7 +226,7 @@ class SpaceToBatchNd:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """``[n * bh * bw, (h + pads) / bh, (w + pads) / bw, c]`` in the input's layout."""
-        nchw, (n, h, w, c) = _image_shape(ctx, SpaceToBatchNd.LAYOUT)
+        nchw, (n, h, w, c) = nhwc_shape(ctx, SpaceToBatchNd.LAYOUT)
         bh, bw = _block_shape(ctx, SpaceToBatchNd.BLOCK_SHAPE)
         top, bottom, left, right = SpaceToBatchNd._paddings(ctx)
         ph, pw = h + top + bottom, w + left + right
@@ -247,10 +238,9 @@ class SpaceToBatchNd:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Zero-pad, split height and width into blocks and move the offsets into the batch."""
-        nchw = flag(ctx, SpaceToBatchNd.LAYOUT)
+        nchw, x = nhwc_input(ctx, SpaceToBatchNd.LAYOUT)
         bh, bw = _block_shape(ctx, SpaceToBatchNd.BLOCK_SHAPE)
         top, bottom, left, right = SpaceToBatchNd._paddings(ctx)
-        x = to_nhwc_array(ctx.tensor(0), nchw)
         x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
         n, h, w, c = x.shape
         y = x.reshape(n, h // bh, bh, w // bw, bw, c).transpose(2, 4, 0, 1, 3, 5)
@@ -283,12 +273,7 @@ class ChannelShuffle:
     def _params(ctx: OperationContext) -> tuple[int, int]:
         """The normalised axis and the group count, checked against the input shape."""
         shape = ctx.shape(ChannelShuffle.INPUT)
-        rank = len(shape)
-        axis = int(ctx.scalar(ChannelShuffle.AXIS))
-        if not -rank <= axis < rank:
-            ctx.fail(f"axis {axis} is out of range for rank {rank} (expected [{-rank}, {rank}))",
-                     input=ChannelShuffle.AXIS)
-        axis %= rank
+        axis = known_axis(ctx, ChannelShuffle.AXIS, len(shape))
         groups = int(ctx.scalar(ChannelShuffle.NUM_GROUPS))
         if groups < 1:
             ctx.fail(f"num_groups must be positive, got {groups}",

@@ -1,5 +1,4 @@
-"""Helpers shared by the resize and space/depth/batch families: layout flags, NHWC views and the
-"output quantised like input 0" rule.
+"""Helpers shared by the resize and space/depth/batch families: layout flags and NHWC views.
 
 NNAPI's image operations take an optional BOOL ``layout`` input (false: NHWC, the default; true:
 NCHW). The kernels work in NHWC: ``to_nhwc`` / ``from_nhwc`` convert shapes and arrays.
@@ -7,13 +6,12 @@ NCHW). The kernels work in NHWC: ``to_nhwc`` / ``from_nhwc`` convert shapes and 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from nnrt.model.types import OperandType
-from nnrt.ops.context import OperationContext
+from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import Shape
+from nnrt.ops.shape_params import QUANT8, Array
 
 __all__ = [
     "QUANT8_TYPES",
@@ -23,15 +21,16 @@ __all__ = [
     "flag",
     "from_nhwc",
     "from_nhwc_array",
+    "nhwc_input",
+    "nhwc_shape",
     "to_nhwc",
     "to_nhwc_array",
 ]
 
 T = OperandType
-Array = np.ndarray[Any, Any]
 
 #: The quantised tensor types these families validate (their kernels are not implemented).
-QUANT8_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+QUANT8_TYPES = QUANT8
 #: Every input tensor type NNAPI defines for the resize and space/depth/batch operations.
 IMAGE_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, *QUANT8_TYPES)
 
@@ -55,6 +54,22 @@ def expect_bool_flags(ctx: OperationContext, first: int) -> None:
         ctx.expect_optional_type(i, T.BOOL)
 
 
+def nhwc_shape(ctx: OperationContext, layout: int, i: int = 0) -> tuple[bool, Shape]:
+    """The layout flag (input ``layout``) and the NHWC shape of the 4-D input ``i``.
+
+    Raises ``Unknown`` while the shape or the flag is not known.
+    """
+    shape = ctx.shape(i)
+    if len(shape) != 4:
+        ctx.fail(f"expected rank 4, got {len(shape)}", input=i)
+    nchw = flag(ctx, layout)
+    return nchw, to_nhwc(shape, nchw)
+
+
+def nhwc_input(ctx: ExecutionContext, layout: int, i: int = 0) -> tuple[bool, Array]:
+    """The layout flag (input ``layout``) and the 4-D input ``i`` as an NHWC array."""
+    nchw = flag(ctx, layout)
+    return nchw, to_nhwc_array(ctx.tensor(i), nchw)
 
 
 def to_nhwc(shape: Shape, nchw: bool) -> Shape:

@@ -31,11 +31,12 @@ from nnrt.ops.shape_params import (
     FLOAT_INT_KERNELS,
     FLOAT_KERNELS,
     Array,
-    check_rank,
+    checked_shape,
     const_ints,
-    expect_int_vector,
     expect_output_like,
+    expect_tensor_and_ints,
     int_vector,
+    known_axis,
 )
 
 T = OperandType
@@ -77,8 +78,7 @@ class Concatenation:
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Input 0's dims with the axis dims summed; other dims must agree."""
         axis_slot = ctx.n_inputs - 1
-        first = ctx.shape(0)
-        check_rank(ctx, 0, first, 1, MAX_CONCAT_RANK)
+        first = checked_shape(ctx, 0, 1, MAX_CONCAT_RANK)
         axis = _concat_axis(ctx, ctx.scalar(axis_slot), len(first))
         total = first[axis]
         for i in range(1, axis_slot):
@@ -129,10 +129,9 @@ class Split:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """num_splits copies of the input shape with the axis dim divided."""
-        shape = ctx.shape(Split.INPUT)
-        check_rank(ctx, Split.INPUT, shape, 1, None)
+        shape = checked_shape(ctx, Split.INPUT, 1, None)
         splits = _check_splits(ctx, ctx.scalar(Split.NUM_SPLITS))
-        axis = _split_axis(ctx, len(shape))
+        axis = known_axis(ctx, Split.AXIS, len(shape))
         if shape[axis] % splits:
             ctx.fail(f"dimension {axis} of size {shape[axis]} cannot be split into {splits} "
                      "equal parts", input=Split.NUM_SPLITS)
@@ -143,7 +142,8 @@ class Split:
     def execute(ctx: ExecutionContext) -> list[Array]:
         """numpy split into equal parts."""
         x = ctx.tensor(Split.INPUT)
-        return list(np.split(x, int(ctx.scalar(Split.NUM_SPLITS)), axis=_split_axis(ctx, x.ndim)))
+        splits = int(ctx.scalar(Split.NUM_SPLITS))
+        return list(np.split(x, splits, axis=known_axis(ctx, Split.AXIS, x.ndim)))
 
 
 def _check_splits(ctx: OperationContext, splits: int) -> int:
@@ -153,14 +153,6 @@ def _check_splits(ctx: OperationContext, splits: int) -> int:
         ctx.fail(f"num_splits is {splits} but the operation has {ctx.n_outputs} outputs",
                  input=Split.NUM_SPLITS)
     return splits
-
-
-def _split_axis(ctx: OperationContext, rank: int) -> int:
-    axis = ctx.scalar(Split.AXIS)
-    if not -rank <= axis < rank:
-        ctx.fail(f"axis {axis} is out of range for rank {rank} (expected [{-rank}, {rank}))",
-                 input=Split.AXIS)
-    return int(axis) % rank
 
 
 @register(OperationType.PACK, inputs=("axis", "input0"), kernel_types=FLOAT_INT_KERNELS,
@@ -196,8 +188,7 @@ class Pack:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Input dims with n inserted at the axis; every input must have input 1's dims."""
-        first = ctx.shape(Pack.FIRST)
-        check_rank(ctx, Pack.FIRST, first, 1, None)
+        first = checked_shape(ctx, Pack.FIRST, 1, None)
         for i in range(Pack.FIRST + 1, ctx.n_inputs):
             shape = ctx.shape(i)
             if shape != first:
@@ -228,11 +219,7 @@ class Tile:
     @staticmethod
     def validate(ctx: OperationContext) -> None:
         """NNAPI's static rules for TILE."""
-        ctx.expect_counts(2, 1)
-        ctx.expect_type(Tile.INPUT, *DATA_TYPES_INT)
-        rank = ctx.rank_or_none(Tile.INPUT)
-        expect_int_vector(ctx, Tile.MULTIPLES, rank)
-        expect_output_like(ctx)
+        rank = expect_tensor_and_ints(ctx, DATA_TYPES_INT, Tile.MULTIPLES, one_per_dim=True)
         multiples = const_ints(ctx, Tile.MULTIPLES)
         if multiples is not None:
             _check_multiples(ctx, multiples, rank)
@@ -240,8 +227,7 @@ class Tile:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Input dims times the multiples."""
-        shape = ctx.shape(Tile.INPUT)
-        check_rank(ctx, Tile.INPUT, shape, 1, None)
+        shape = checked_shape(ctx, Tile.INPUT, 1, None)
         multiples = _check_multiples(ctx, int_vector(ctx, Tile.MULTIPLES), len(shape))
         return [tuple(d * m for d, m in zip(shape, multiples, strict=True))]
 

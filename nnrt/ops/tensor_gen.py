@@ -24,10 +24,11 @@ from nnrt.ops.shape_params import (
     DATA_TYPES_INT,
     FLOAT_INT_KERNELS,
     Array,
-    check_rank,
+    checked_shape,
     const_ints,
     expect_int_vector,
-    expect_output_like,
+    expect_output_rank,
+    expect_tensor_and_ints,
     int_vector,
 )
 
@@ -60,10 +61,7 @@ class Fill:
         dims = const_ints(ctx, Fill.DIMS)
         if dims is not None:
             _check_dims(ctx, dims)
-            out_dims = ctx.output_operand(0).dims
-            if out_dims and len(out_dims) != len(dims):
-                ctx.fail(f"expected rank {len(dims)} (the length of the dims input), got "
-                         f"{len(out_dims)}", output=0)
+            expect_output_rank(ctx, len(dims), "(the length of the dims input)")
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
@@ -106,9 +104,8 @@ class Rank:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """The input's ndim."""
-        shape = ctx.shape(Rank.INPUT)
-        check_rank(ctx, Rank.INPUT, shape, 1, None)
-        return [np.array(len(shape), dtype=np.int32)]
+        rank = len(checked_shape(ctx, Rank.INPUT, 1, None))
+        return [np.array(rank, dtype=np.int32)]
 
 
 @register(OperationType.REVERSE, inputs=("input", "axis"), kernel_types=FLOAT_INT_KERNELS)
@@ -120,16 +117,9 @@ class Reverse:
     @staticmethod
     def validate(ctx: OperationContext) -> None:
         """NNAPI's static rules for REVERSE."""
-        ctx.expect_counts(2, 1)
-        ctx.expect_type(Reverse.INPUT, *DATA_TYPES_INT)
-        expect_int_vector(ctx, Reverse.AXIS, 1)
-        expect_output_like(ctx)
-        ctx.expect_rank_between(Reverse.INPUT, 1, MAX_REVERSE_RANK)
-        out_dims = ctx.output_operand(0).dims
-        rank = ctx.rank_or_none(Reverse.INPUT)
-        if out_dims and rank is not None and len(out_dims) != rank:
-            ctx.fail(f"expected rank {rank} like input {Reverse.INPUT}, got {len(out_dims)}",
-                     output=0)
+        rank = expect_tensor_and_ints(ctx, DATA_TYPES_INT, Reverse.AXIS, length=1,
+                                      max_rank=MAX_REVERSE_RANK)
+        expect_output_rank(ctx, rank, f"like input {Reverse.INPUT}")
         axis = const_ints(ctx, Reverse.AXIS)
         if axis is not None:
             _reverse_axis(ctx, axis, rank)
@@ -137,8 +127,7 @@ class Reverse:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """The input shape."""
-        shape = ctx.shape(Reverse.INPUT)
-        check_rank(ctx, Reverse.INPUT, shape, 1, MAX_REVERSE_RANK)
+        shape = checked_shape(ctx, Reverse.INPUT, 1, MAX_REVERSE_RANK)
         _reverse_axis(ctx, int_vector(ctx, Reverse.AXIS), len(shape))
         return [shape]
 
