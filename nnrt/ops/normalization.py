@@ -8,7 +8,7 @@ NNAPI signatures:
   128 (0 signed). ``output = x / max(sqrt(sum(x * x)), 1e-6)`` along the axis, so an all-zero
   slice gives zeros (NNAPI feature level 4 behaviour).
 * LOCAL_RESPONSE_NORMALIZATION: input 0 TENSOR_FLOAT32 / TENSOR_FLOAT16 of rank 1..4; input 1
-  an INT32 radius ≥ 0; inputs 2, 3, 4 bias (non-zero), alpha and beta, FLOAT32 / FLOAT16
+  an INT32 radius ≥ 0; inputs 2, 3, 4 bias, alpha and beta, FLOAT32 / FLOAT16
   scalars matching the tensor; input 5 an optional INT32 axis in ``[-n, n)``, default -1.
   ``output = x / (bias + alpha * sum(x[d - r .. d + r] ** 2)) ** beta`` along the axis.
 * INSTANCE_NORMALIZATION: input 0 a 4-D TENSOR_FLOAT32 / TENSOR_FLOAT16; inputs 1, 2, 3 gamma,
@@ -30,6 +30,7 @@ from nnrt.model.types import OperandType, OperationType
 from nnrt.ops.activation import expect_output_quant, scalar_type_for
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import Shape, register
+from nnrt.ops.softmax import optional_axis, validate_optional_axis
 
 T = OperandType
 Array = np.ndarray[Any, Any]
@@ -38,23 +39,6 @@ _FLOAT = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 _L2_TYPES = (*_FLOAT, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 _L2_QUANT = (1.0 / 128, {T.TENSOR_QUANT8_ASYMM: 128, T.TENSOR_QUANT8_ASYMM_SIGNED: 0})
 _L2_EPSILON = 1e-6
-
-
-def _optional_axis(ctx: OperationContext, slot: int, rank: int) -> int:
-    """The normalised value of optional axis input ``slot`` (default -1)."""
-    if ctx.is_omitted(slot):
-        return rank - 1
-    axis = int(ctx.value(slot))
-    if not -rank <= axis < rank:
-        ctx.fail(f"axis {axis} is out of range for rank {rank} (expected [{-rank}, {rank}))",
-                 input=slot)
-    return axis % rank
-
-
-def _validate_optional_axis(ctx: OperationContext, slot: int) -> None:
-    ctx.expect_optional_type(slot, T.INT32)
-    if not ctx.is_omitted(slot):
-        ctx.expect_axis(slot, ctx.rank_or_none(0))
 
 
 @register(OperationType.L2_NORMALIZATION, inputs=("input", "axis"),
@@ -69,7 +53,7 @@ class L2Normalization:
         """Types, rank 1..4, constant axis range, fixed quantised output params."""
         ctx.expect_counts((1, 2), 1)
         ctx.expect_type(L2Normalization.INPUT, *_L2_TYPES)
-        _validate_optional_axis(ctx, L2Normalization.AXIS)
+        validate_optional_axis(ctx, L2Normalization.AXIS)
         ctx.expect_output_like_input(0, L2Normalization.INPUT)
         ctx.expect_rank_between(L2Normalization.INPUT, 1, 4)
         expect_output_quant(ctx, 0, *_L2_QUANT)
@@ -78,14 +62,14 @@ class L2Normalization:
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Same shape as the input (axis checked when known)."""
         shape = ctx.shape(L2Normalization.INPUT)
-        _optional_axis(ctx, L2Normalization.AXIS, len(shape))
+        optional_axis(ctx, L2Normalization.AXIS, len(shape))
         return [shape]
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """``x / max(||x||, 1e-6)`` along the axis."""
         x = ctx.tensor(L2Normalization.INPUT).astype(np.float64)
-        axis = _optional_axis(ctx, L2Normalization.AXIS, x.ndim)
+        axis = optional_axis(ctx, L2Normalization.AXIS, x.ndim)
         norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
         return [x / np.maximum(norm, _L2_EPSILON)]
 
@@ -100,14 +84,14 @@ class LocalResponseNormalization:
 
     @staticmethod
     def validate(ctx: OperationContext) -> None:
-        """Types per slot, rank 1..4, radius ≥ 0 / bias ≠ 0 / axis range when constant."""
+        """Types per slot, rank 1..4, radius ≥ 0 / axis range when constant."""
         cls = LocalResponseNormalization
         ctx.expect_counts((5, 6), 1)
         t = ctx.expect_type(cls.INPUT, *_FLOAT)
         ctx.expect_scalar(cls.RADIUS, T.INT32)
         for slot in (cls.BIAS, cls.ALPHA, cls.BETA):
             ctx.expect_scalar(slot, scalar_type_for(t))
-        _validate_optional_axis(ctx, cls.AXIS)
+        validate_optional_axis(ctx, cls.AXIS)
         ctx.expect_output_like_input(0, cls.INPUT)
         ctx.expect_rank_between(cls.INPUT, 1, 4)
         cls._check_params(ctx)
@@ -118,9 +102,9 @@ class LocalResponseNormalization:
         radius = ctx.constant(cls.RADIUS)
         if radius is not None and radius < 0:
             ctx.fail(f"radius must be non-negative, got {radius}", input=cls.RADIUS)
-        bias = ctx.constant(cls.BIAS)
-        if bias is not None and bias == 0:
-            ctx.fail("bias must not be zero", input=cls.BIAS)
+        # NNAPI's operation reference says bias "must not be zero", but its CPU implementation
+        # does not check it and its CTS (local_response_normalization_v1_2.mod.py TEST 1) runs
+        # bias 0, so a zero bias is accepted (x / (alpha * sum) ** beta).
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
@@ -128,7 +112,7 @@ class LocalResponseNormalization:
         cls = LocalResponseNormalization
         cls._check_params(ctx)
         shape = ctx.shape(cls.INPUT)
-        _optional_axis(ctx, cls.AXIS, len(shape))
+        optional_axis(ctx, cls.AXIS, len(shape))
         return [shape]
 
     @staticmethod
@@ -136,7 +120,7 @@ class LocalResponseNormalization:
         """Windowed sum of squares via a cumulative sum along the axis."""
         cls = LocalResponseNormalization
         x = ctx.tensor(cls.INPUT).astype(np.float64)
-        axis = _optional_axis(ctx, cls.AXIS, x.ndim)
+        axis = optional_axis(ctx, cls.AXIS, x.ndim)
         radius = int(ctx.scalar(cls.RADIUS))
         bias, alpha, beta = (float(ctx.scalar(s)) for s in (cls.BIAS, cls.ALPHA, cls.BETA))
         moved = np.moveaxis(x, axis, -1)

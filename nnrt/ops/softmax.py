@@ -27,6 +27,8 @@ from nnrt.ops.activation import expect_output_quant, scalar_type_for
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import Shape, register
 
+__all__ = ["optional_axis", "validate_optional_axis"]
+
 T = OperandType
 Array = np.ndarray[Any, Any]
 
@@ -44,28 +46,38 @@ def _check_beta(ctx: OperationContext) -> None:
         ctx.fail(f"beta must be positive, got {beta}", input=BETA)
 
 
-def _axis(ctx: OperationContext, rank: int) -> int:
-    """The normalised axis (default -1 when omitted); fails when out of ``[-rank, rank)``."""
-    if ctx.is_omitted(AXIS):
+def optional_axis(ctx: OperationContext, slot: int, rank: int) -> int:
+    """The normalised value of the INT32 axis input ``slot`` (default -1 when omitted).
+
+    Fails when the value is out of ``[-rank, rank)``. Shared with nnrt.ops.normalization.
+    """
+    if ctx.is_omitted(slot):
         return rank - 1
-    axis = int(ctx.value(AXIS))
+    axis = int(ctx.value(slot))
     if not -rank <= axis < rank:
         ctx.fail(f"axis {axis} is out of range for rank {rank} (expected [{-rank}, {rank}))",
-                 input=AXIS)
+                 input=slot)
     return axis % rank
+
+
+def validate_optional_axis(ctx: OperationContext, slot: int, tensor: int = 0) -> None:
+    """An optional INT32 axis ``slot``, in range for input ``tensor`` when both are known."""
+    ctx.expect_optional_type(slot, T.INT32)
+    if not ctx.is_omitted(slot):
+        ctx.expect_axis(slot, ctx.rank_or_none(tensor))
 
 
 def _prepare(ctx: OperationContext) -> list[Shape]:
     _check_beta(ctx)
     shape = ctx.shape(INPUT)
-    _axis(ctx, len(shape))
+    optional_axis(ctx, AXIS, len(shape))
     return [shape]
 
 
 def _shifted(ctx: ExecutionContext) -> tuple[Array, int]:
     """``(x - max(x)) * beta`` along the axis, and the axis."""
     x = ctx.tensor(INPUT).astype(np.float64)
-    axis = _axis(ctx, x.ndim)
+    axis = optional_axis(ctx, AXIS, x.ndim)
     beta = float(ctx.scalar(BETA))
     return (x - np.max(x, axis=axis, keepdims=True)) * beta, axis
 
@@ -81,12 +93,10 @@ class Softmax:
         ctx.expect_counts((2, 3), 1)
         t = ctx.expect_type(INPUT, *_SOFTMAX_TYPES)
         ctx.expect_scalar(BETA, scalar_type_for(t))
-        ctx.expect_optional_type(AXIS, T.INT32)
+        validate_optional_axis(ctx, AXIS, INPUT)
         ctx.expect_output_like_input(0, INPUT)
         ctx.expect_rank_between(INPUT, 1, 4)
         expect_output_quant(ctx, 0, *_SOFTMAX_QUANT)
-        if not ctx.is_omitted(AXIS):
-            ctx.expect_axis(AXIS, ctx.rank_or_none(INPUT))
         _check_beta(ctx)
 
     @staticmethod

@@ -138,10 +138,27 @@ CASES += [
     OpCase("pow_rank1_size1_base", Op.POW, (f32([2.5]), f32([0.5, 3.0, -2.0, 1.0])),
            (out(T.TENSOR_FLOAT32, (4,)),), reference=_pow_positive),
     # C pow: odd/even integer exponents keep/lose the sign of a negative base; a negative base
-    # with a fractional exponent is NaN; anything ** 0 is 1. (0 ** negative = +inf is checked in
-    # tests/unit/ops/test_binary_rules.py.)
+    # with a fractional exponent is NaN; anything ** 0 is 1.
     OpCase("pow_edge_values", Op.POW,
            (f32([-2.0, -2.0, -2.0, 0.0, 0.0, -3.0, 4.0, 0.0]),
             f32([3.0, 2.0, 0.5, 2.0, 0.0, 0.0, -0.5, 0.5])),
            (out(T.TENSOR_FLOAT32, (8,), [-8.0, 4.0, np.nan, 0.0, 1.0, 1.0, 0.5, 0.0]),)),
+]
+
+# -- infinite results -------------------------------------------------------------------------
+# Worked out by hand; each holds in float32 and float16 alike (10 ** 40 overflows both).
+_INF = math.inf
+CASES += [
+    # C pow: 0 ** -1 = +inf, (-0) ** -3 = -inf (odd exponent keeps the sign), 2 ** inf = inf,
+    # 0.5 ** -inf = inf, inf ** 2 = inf, 10 ** 40 overflows.
+    OpCase("pow_infinite_results", Op.POW,
+           (f32([0.0, -0.0, 2.0, 0.5, _INF, 10.0]), f32([-1.0, -3.0, _INF, -_INF, 2.0, 40.0])),
+           (out(T.TENSOR_FLOAT32, (6,), [_INF, -_INF, _INF, _INF, _INF, _INF]),)),
+    # NaN in either input propagates; infinities order like any other value.
+    OpCase("maximum_infinities_and_nan", Op.MAXIMUM,
+           (f32([_INF, -_INF, 1.0, np.nan]), f32([1.0, 2.0, -_INF, 1.0])),
+           (out(T.TENSOR_FLOAT32, (4,), [_INF, 2.0, 1.0, np.nan]),)),
+    OpCase("minimum_infinities_and_nan", Op.MINIMUM,
+           (f32([_INF, -_INF, 1.0, 1.0]), f32([1.0, 2.0, -_INF, np.nan])),
+           (out(T.TENSOR_FLOAT32, (4,), [1.0, -_INF, -_INF, np.nan]),)),
 ]

@@ -1,9 +1,10 @@
 """Conformance cases for ABS, EXP, LOG, SQRT, RSQRT, NEG, SIN, FLOOR.
 
 References apply Python's ``math`` functions element by element, handling the IEEE edge values
-(NaN for LOG / SQRT / RSQRT of a negative number) explicitly. Cases whose expected output is
-infinite (LOG(0), RSQRT(0), ...) live in ``tests/unit/ops/test_unary_rules.py``: the shared
-float comparison does not yet accept equal infinities.
+(NaN for LOG / SQRT / RSQRT of a negative number) explicitly; infinite inputs and results
+(LOG(0), RSQRT(-0), EXP overflow, ...) are literal cases. The sign of a zero result
+(SQRT(-0) = -0) is checked in ``tests/unit/ops/test_unary_rules.py``: the shared float
+comparison treats -0 and +0 as equal.
 """
 
 from __future__ import annotations
@@ -118,3 +119,18 @@ CASES += [
            reference=lambda x: [np.where(x < 0, -x, x)]),
     OpCase("neg_int32_rank1", Op.NEG, (i32([3]),), (out(T.TENSOR_INT32, (1,), [-3]),)),
 ]
+
+# Infinite inputs and results, worked out by hand from C's math library; each holds in float32
+# and float16 alike (EXP(100) overflows both).
+_INF = math.inf
+for _op, _values, _expected in (
+        (Op.LOG, [0.0, -0.0, _INF, -1.0, -_INF], [-_INF, -_INF, _INF, _NAN, _NAN]),
+        (Op.RSQRT, [0.0, -0.0, _INF, -1.0], [_INF, -_INF, 0.0, _NAN]),
+        (Op.SQRT, [_INF, -_INF, -0.0], [_INF, _NAN, -0.0]),
+        (Op.EXP, [_INF, -_INF, 100.0], [_INF, 0.0, _INF]),
+        (Op.ABS, [-_INF, _INF], [_INF, _INF]),
+        (Op.NEG, [-_INF, _INF], [_INF, -_INF]),
+        (Op.FLOOR, [-_INF, _INF], [-_INF, _INF]),
+        (Op.SIN, [_INF, -_INF], [_NAN, _NAN])):
+    CASES.append(OpCase(f"{_op.name.lower()}_infinities", _op, (f32(_values),),
+                        (out(T.TENSOR_FLOAT32, (len(_values),), _expected),)))

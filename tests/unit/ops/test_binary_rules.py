@@ -1,4 +1,5 @@
-"""Malformed-model rules and edge values of MAXIMUM, MINIMUM and POW (nnrt/ops/binary.py)."""
+"""Malformed-model rules of MAXIMUM, MINIMUM and POW (nnrt/ops/binary.py); their infinite
+results are conformance cases in nnrt/testing/cases/binary.py."""
 
 from __future__ import annotations
 
@@ -66,22 +67,3 @@ def test_quantised_maximum_validates_but_is_unsupported() -> None:
     with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(MAXIMUM\): the "
                                                "TENSOR_QUANT8_ASYMM variant"):
         nnrt.reference.run(model, [np.zeros(2, np.uint8), np.zeros(2, np.uint8)])
-
-
-@pytest.mark.parametrize("type_", [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16], ids=lambda t: t.name)
-def test_infinite_results(type_: T) -> None:
-    dtype = np.float32 if type_ == F32 else np.float16
-    inf = np.inf
-    cases = [
-        # 10 ** 40 overflows float32 and float16 alike.
-        (Op.POW, [0.0, -0.0, 2.0, 0.5, inf, 10.0], [-1.0, -3.0, inf, -inf, 2.0, 40.0],
-         [inf, -inf, inf, inf, inf, inf]),
-        (Op.MAXIMUM, [inf, -inf, 1.0, np.nan], [1.0, 2.0, -inf, 1.0], [inf, 2.0, 1.0, np.nan]),
-        (Op.MINIMUM, [inf, -inf, 1.0, 1.0], [1.0, 2.0, -inf, np.nan], [1.0, -inf, -inf, np.nan]),
-    ]
-    for op, a, b, expected in cases:
-        n = len(a)
-        model = _model(op, [(type_, (n,), None), (type_, (n,), None)], [(type_, (n,))]).finish()
-        (got,) = nnrt.reference.run(model, [np.array(a, dtype), np.array(b, dtype)])
-        assert got.dtype == dtype
-        np.testing.assert_array_equal(got, np.array(expected, dtype), err_msg=op.name)
