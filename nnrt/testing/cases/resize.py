@@ -84,7 +84,8 @@ def _case(op: Op, name: str, x: np.ndarray[Any, Any], size_wh: tuple[Any, Any],
 
     def reference(inp: Any, w: Any, h: Any, *rest: Any) -> list[Any]:
         layout, align, half = [*rest, None, None, None][:3]
-        assert not layout
+        if layout:
+            raise ValueError("this reference computes NHWC; wrap it with to_nchw")
         return [_REFS[op](inp, _size_of(inp.shape[1], h), _size_of(inp.shape[2], w),
                           bool(align), bool(half))]
 
