@@ -1,0 +1,1 @@
+"""The wire: length-prefixed msgpack frames with fds alongside, and the message schemas."""

@@ -1,0 +1,159 @@
+"""Length-prefixed msgpack frames over a stream socket, with file descriptors via SCM_RIGHTS.
+
+A frame is a 4-byte little-endian payload length followed by one msgpack object. Frames are read
+with ``recvmsg_into`` into one reused buffer (a fresh large ``recv`` per message page-faults);
+descriptors received alongside are queued in arrival order and claimed by the message that
+declares them. Anything malformed raises :class:`ProtocolError`; the caller closes that
+connection. Nothing here ever unpickles.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+import socket
+import struct
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import msgpack
+
+__all__ = [
+    "DEFAULT_MAX_FRAME",
+    "MAX_FDS_PER_MESSAGE",
+    "FrameReader",
+    "ProtocolError",
+    "encode_frame",
+    "send_frame",
+]
+
+HEADER = struct.Struct("<I")
+#: Largest payload accepted by default (tensors travel inline until shared pools carry them).
+DEFAULT_MAX_FRAME = 64 << 20
+#: Most descriptors one message may carry (and the most that may wait unclaimed).
+MAX_FDS_PER_MESSAGE = 16
+_INITIAL_BUFFER = 256 << 10
+_ANCILLARY = socket.CMSG_SPACE(MAX_FDS_PER_MESSAGE * array.array("i").itemsize)
+
+
+class ProtocolError(Exception):
+    """The peer broke the protocol (framing, size, encoding, schema); drop the connection."""
+
+
+def _reject_ext(code: int, data: bytes) -> Any:
+    raise ProtocolError(f"msgpack extension type {code} is not allowed")
+
+
+def encode_frame(message: Any, max_frame: int = DEFAULT_MAX_FRAME) -> bytes:
+    """One frame holding ``message`` (msgpack of lists, dicts, str, bytes, numbers, None)."""
+    payload: bytes = msgpack.packb(message, use_bin_type=True)
+    if len(payload) > max_frame:
+        raise ProtocolError(f"frame of {len(payload)} bytes exceeds the maximum {max_frame}")
+    return HEADER.pack(len(payload)) + payload
+
+
+def send_frame(sock: socket.socket, frame: bytes, fds: Sequence[int] = ()) -> None:
+    """Send a whole frame on a blocking socket, descriptors attached to its first byte."""
+    view = memoryview(frame)
+    if fds:
+        sent = socket.send_fds(sock, [view], list(fds))
+        view = view[sent:]
+    while view:
+        sent = sock.send(view)
+        view = view[sent:]
+
+
+class FrameReader:
+    """Incremental frame decoder over one reused receive buffer, with a queue of received fds.
+
+    Call :meth:`receive` when the socket is readable, then iterate :meth:`messages`. Received
+    descriptors are owned by the reader until claimed with :meth:`take_fds`; :meth:`close`
+    closes the unclaimed ones.
+    """
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame = max_frame
+        self._buffer = bytearray(_INITIAL_BUFFER)
+        self._start = 0
+        self._end = 0
+        self._fds: deque[int] = deque()
+
+    def receive(self, sock: socket.socket) -> int:
+        """Read what is available into the buffer; returns the byte count (0 at end of stream).
+
+        Raises ``BlockingIOError`` on a non-blocking socket with nothing to read.
+        """
+        if self._end == len(self._buffer):
+            self._make_room(len(self._buffer) - self._start + 1)
+        with memoryview(self._buffer) as whole, whole[self._end:] as view:
+            nbytes, ancdata, flags, _ = sock.recvmsg_into([view], _ANCILLARY)
+        for level, kind, data in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+                self._fds.extend(fds)
+        if flags & socket.MSG_CTRUNC:
+            raise ProtocolError("too many file descriptors in one message")
+        if len(self._fds) > MAX_FDS_PER_MESSAGE * 4:
+            raise ProtocolError(f"{len(self._fds)} file descriptors sent but never claimed")
+        self._end += nbytes
+        return nbytes
+
+    def messages(self) -> Iterator[Any]:
+        """Decode every complete frame in the buffer, in order."""
+        while True:
+            available = self._end - self._start
+            if available < HEADER.size:
+                break
+            (length,) = HEADER.unpack_from(self._buffer, self._start)
+            if length > self.max_frame:
+                raise ProtocolError(f"frame of {length} bytes exceeds the maximum "
+                                    f"{self.max_frame}")
+            if available < HEADER.size + length:
+                self._make_room(HEADER.size + length)
+                break
+            begin = self._start + HEADER.size
+            with memoryview(self._buffer) as whole, whole[begin:begin + length] as payload:
+                message = _unpack(payload)
+            self._start = begin + length
+            yield message
+        if self._start == self._end:
+            self._start = self._end = 0
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes received but not yet decoded (a partial frame at end of stream is truncation)."""
+        return self._end - self._start
+
+    def take_fds(self, count: int) -> list[int]:
+        """Claim the next ``count`` received descriptors (the caller then owns them)."""
+        if not 0 <= count <= MAX_FDS_PER_MESSAGE:
+            raise ProtocolError(f"a message may carry 0..{MAX_FDS_PER_MESSAGE} fds, not {count}")
+        if count > len(self._fds):
+            raise ProtocolError(f"message declares {count} fds but {len(self._fds)} arrived")
+        return [self._fds.popleft() for _ in range(count)]
+
+    def close(self) -> None:
+        """Close every received descriptor nobody claimed."""
+        while self._fds:
+            os.close(self._fds.popleft())
+
+    def _make_room(self, frame_size: int) -> None:
+        """Ensure a frame of ``frame_size`` bytes fits from ``_start``: compact, then grow."""
+        if self._start:
+            pending = self._end - self._start
+            self._buffer[:pending] = self._buffer[self._start:self._end]
+            self._start, self._end = 0, pending
+        if frame_size > len(self._buffer):
+            self._buffer.extend(bytes(frame_size - len(self._buffer)))
+
+
+def _unpack(payload: memoryview) -> Any:
+    try:
+        return msgpack.unpackb(payload, raw=False, strict_map_key=True, ext_hook=_reject_ext,
+                               use_list=True)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # msgpack raises several types for malformed input
+        raise ProtocolError(f"undecodable frame: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,211 @@
+"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 1).
+
+A request is ``[request_id, verb, body]`` and a response ``[request_id, status, body]``: ids
+are positive ints chosen by the requester, verbs short strings, bodies maps of str to plain
+values, status an NNAPI result code (0 = success). Every incoming message is checked against the
+verb's schema before it is used; a violation is a :class:`ProtocolError` (the connection is
+dropped). Semantic problems (unknown handle, invalid model) are error responses instead.
+
+The first request on a connection must be ``hello`` with this protocol version.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from nnrt.errors import (
+    BadData,
+    BadState,
+    DeadlineMissed,
+    NnrtError,
+    OpFailed,
+    OutputInsufficientSize,
+    ResourceExhausted,
+    UnavailableDevice,
+    Unmappable,
+    Unsupported,
+)
+from nnrt.ipc.framing import MAX_FDS_PER_MESSAGE, ProtocolError
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "REQUEST_SCHEMAS",
+    "Status",
+    "check_request",
+    "check_response",
+    "decode_tensor",
+    "encode_error",
+    "encode_tensor",
+    "error_from",
+]
+
+PROTOCOL_VERSION = 1
+_MAX_ID = 2**53
+_MAX_RANK = 16
+_DTYPES = {"float32", "float16", "int32", "uint32", "uint8", "int8", "int16", "uint16", "bool"}
+
+
+class Status:
+    """NNAPI result codes used as response status."""
+
+    OK = 0
+    OUT_OF_MEMORY = 1
+    BAD_DATA = 4
+    OP_FAILED = 5
+    BAD_STATE = 6
+    UNMAPPABLE = 7
+    OUTPUT_INSUFFICIENT_SIZE = 8
+    UNAVAILABLE_DEVICE = 9
+    MISSED_DEADLINE = 10
+    RESOURCE_EXHAUSTED = 12
+
+
+# -- schemas ------------------------------------------------------------------------------------
+# field -> (accepted Python types, required). bool is never accepted where int is expected.
+
+Schema = Mapping[str, tuple[tuple[type, ...], bool]]
+_INT, _NUM, _STR = (int,), (int, float), (str,)
+_LIST, _MAP, _BYTES = (list,), (dict,), (bytes,)
+_OPT_NUM = (int, float, type(None))
+
+REQUEST_SCHEMAS: dict[str, Schema] = {
+    "hello": {"protocol": (_INT, True), "client": (_STR, True), "pid": (_INT, False)},
+    "ping": {},
+    "info": {},
+    "supported": {"model": (_MAP, True)},
+    "prepare": {"model": (_MAP, True), "preference": (_INT, False), "priority": (_INT, False)},
+    "release": {"handle": (_INT, True)},
+    "execute": {"handle": (_INT, True), "inputs": (_LIST, True), "priority": (_INT, False),
+                "deadline": (_OPT_NUM, False), "output_sizes": (_LIST, False),
+                "nfds": (_INT, False)},
+    "cancel": {"target": (_INT, True)},
+}
+
+
+def _check_fields(where: str, body: Any, schema: Schema) -> None:
+    if not isinstance(body, dict):
+        raise ProtocolError(f"{where}: body must be a map, got {type(body).__name__}")
+    for key in body:
+        if key not in schema:
+            raise ProtocolError(f"{where}: unknown field {key!r}")
+    for key, (types, required) in schema.items():
+        if key not in body:
+            if required:
+                raise ProtocolError(f"{where}: missing field {key!r}")
+            continue
+        value = body[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ProtocolError(f"{where}: field {key!r} has type {type(value).__name__}")
+
+
+def check_request(message: Any) -> tuple[int, str, dict[str, Any]]:
+    """Validate a request's envelope and body against its verb's schema."""
+    if not isinstance(message, list) or len(message) != 3:
+        raise ProtocolError("a request must be [id, verb, body]")
+    request_id, verb, body = message
+    if isinstance(request_id, bool) or not isinstance(request_id, int) or not (
+            0 < request_id < _MAX_ID):
+        raise ProtocolError(f"bad request id {request_id!r}")
+    if not isinstance(verb, str) or verb not in REQUEST_SCHEMAS:
+        raise ProtocolError(f"unknown verb {verb!r}")
+    _check_fields(f"request {request_id} ({verb})", body, REQUEST_SCHEMAS[verb])
+    if verb == "execute" and not 0 <= body.get("nfds", 0) <= MAX_FDS_PER_MESSAGE:
+        raise ProtocolError(f"request {request_id}: bad nfds")
+    return request_id, verb, body
+
+
+def check_response(message: Any) -> tuple[int, int, dict[str, Any]]:
+    """Validate a response's envelope (bodies are checked by whoever reads them)."""
+    if not isinstance(message, list) or len(message) != 3:
+        raise ProtocolError("a response must be [id, status, body]")
+    request_id, status, body = message
+    if isinstance(request_id, bool) or not isinstance(request_id, int) or not (
+            0 < request_id < _MAX_ID):
+        raise ProtocolError(f"bad response id {request_id!r}")
+    if isinstance(status, bool) or not isinstance(status, int) or not 0 <= status < 64:
+        raise ProtocolError(f"bad status {status!r}")
+    if not isinstance(body, dict):
+        raise ProtocolError("response body must be a map")
+    return request_id, status, body
+
+
+# -- tensors ------------------------------------------------------------------------------------
+
+def encode_tensor(array: np.ndarray[Any, Any]) -> list[Any]:
+    """``[dtype, shape, bytes]`` for a C-contiguous copy of ``array``."""
+    arr = np.ascontiguousarray(array)
+    return [arr.dtype.name, list(arr.shape), arr.tobytes()]
+
+
+def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:
+    """Check and decode ``[dtype, shape, bytes]`` (untrusted) into a read-only array view."""
+    if not isinstance(value, list) or len(value) != 3:
+        raise ProtocolError(f"{where}: a tensor must be [dtype, shape, bytes]")
+    dtype, shape, data = value
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
+        raise ProtocolError(f"{where}: unsupported dtype {dtype!r}")
+    if not isinstance(shape, list) or len(shape) > _MAX_RANK or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**31 for d in shape):
+        raise ProtocolError(f"{where}: bad shape {shape!r}")
+    if not isinstance(data, bytes):
+        raise ProtocolError(f"{where}: tensor data must be bytes")
+    dt = np.dtype(dtype)
+    if len(data) != math.prod(shape) * dt.itemsize:
+        raise ProtocolError(f"{where}: {len(data)} bytes for shape {shape} of {dtype}")
+    return np.frombuffer(data, dtype=dt).reshape(shape)
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+_STATUS_OF: list[tuple[type[NnrtError], int]] = [
+    (OutputInsufficientSize, Status.OUTPUT_INSUFFICIENT_SIZE),
+    (BadData, Status.BAD_DATA),
+    (BadState, Status.BAD_STATE),
+    (Unmappable, Status.UNMAPPABLE),
+    (UnavailableDevice, Status.UNAVAILABLE_DEVICE),
+    (DeadlineMissed, Status.MISSED_DEADLINE),
+    (ResourceExhausted, Status.RESOURCE_EXHAUSTED),
+    (OpFailed, Status.OP_FAILED),
+]
+_ERROR_OF: dict[int, type[NnrtError]] = {
+    Status.BAD_DATA: BadData,
+    Status.BAD_STATE: BadState,
+    Status.OP_FAILED: OpFailed,
+    Status.UNMAPPABLE: Unmappable,
+    Status.UNAVAILABLE_DEVICE: UnavailableDevice,
+    Status.MISSED_DEADLINE: DeadlineMissed,
+    Status.RESOURCE_EXHAUSTED: ResourceExhausted,
+    Status.OUT_OF_MEMORY: ResourceExhausted,
+}
+
+
+def encode_error(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """``(status, body)`` for an exception raised while serving a request."""
+    body: dict[str, Any] = {"message": str(exc)}
+    if isinstance(exc, Unsupported):
+        body["unsupported"] = True
+    if isinstance(exc, OutputInsufficientSize):
+        body["shapes"] = [list(s) for s in exc.shapes]
+    for cls, status in _STATUS_OF:
+        if isinstance(exc, cls):
+            return status, body
+    return Status.OP_FAILED, {"message": f"{type(exc).__name__}: {exc}"}
+
+
+def error_from(status: int, body: Mapping[str, Any]) -> NnrtError:
+    """The nnrt exception for an error response (only nnrt's own classes are ever built)."""
+    message = body.get("message")
+    text = message if isinstance(message, str) else f"status {status}"
+    if status == Status.OUTPUT_INSUFFICIENT_SIZE:
+        shapes = body.get("shapes")
+        if isinstance(shapes, list) and all(
+                isinstance(s, list) and all(isinstance(d, int) for d in s) for s in shapes):
+            return OutputInsufficientSize(text, [tuple(s) for s in shapes])
+        return OutputInsufficientSize(text, [])
+    if status == Status.OP_FAILED and body.get("unsupported") is True:
+        return Unsupported(text)
+    return _ERROR_OF.get(status, OpFailed)(text)
