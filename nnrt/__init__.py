@@ -26,6 +26,11 @@ from nnrt.model.types import OperandType as OperandType
 from nnrt.model.types import OperationType as OperationType
 from nnrt.model.types import PaddingCode as PaddingCode
 from nnrt.model.types import Priority as Priority
+from nnrt.runtime.runtime import CompiledModel as CompiledModel
+from nnrt.runtime.runtime import Runtime as Runtime
+from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
+from nnrt.runtime.sync import SyncRuntime as SyncRuntime
+from nnrt.runtime.sync import run_sync as run_sync
 
 __version__ = "0.1.0"
 
@@ -33,6 +38,7 @@ __all__ = [
     "BadData",
     "BadState",
     "CacheError",
+    "CompiledModel",
     "DeadlineMissed",
     "ExecutionPreference",
     "FusedActivation",
@@ -48,9 +54,13 @@ __all__ = [
     "PaddingCode",
     "Priority",
     "ResourceExhausted",
+    "Runtime",
+    "RuntimeStatistics",
+    "SyncRuntime",
     "Tensor",
     "UnavailableDevice",
     "Unmappable",
     "Unsupported",
     "reference",
+    "run_sync",
 ]

@@ -1,4 +1,4 @@
-"""Entry point of the ``nnrt`` command: ``nnrt demo``, ``nnrt ops``, ``nnrt version``."""
+"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, version."""
 
 from __future__ import annotations
 
@@ -22,6 +22,34 @@ def _demo(_: argparse.Namespace) -> int:
     return demo(sys.stdout)
 
 
+def _drivers(_: argparse.Namespace) -> int:
+    from nnrt.driver.discovery import available_drivers, load_driver  # noqa: PLC0415
+    from nnrt.model.types import OperationType  # noqa: PLC0415
+    from nnrt.ops.registry import definitions  # noqa: PLC0415
+
+    print(f"{'name':<20} {'version':<10} {'type':<12} {'level':>5}  supported ops")
+    for name in available_drivers():
+        info = load_driver(name).info()
+        count = len(definitions()) if name == "reference" else "?"
+        print(f"{info.name:<20} {info.version:<10} {info.device_type:<12} "
+              f"{info.feature_level:>5}  {count} of {len(OperationType)}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415
+
+    import anyio  # noqa: PLC0415
+
+    from nnrt.runtime.server import serve  # noqa: PLC0415
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    drivers = args.driver or ["reference"]
+    workers = {d: args.workers for d in drivers} if args.workers else None
+    anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers))
+    return 0
+
+
 def _version(_: argparse.Namespace) -> int:
     import nnrt  # noqa: PLC0415
 
@@ -33,11 +61,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``nnrt`` command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="nnrt", description="nnrt neural-network runtime")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="build and run an example model, verified against numpy"
-                        ).set_defaults(func=_demo)
+    commands.add_parser("demo", help="run an example CNN through worker processes, verified "
+                        "against numpy").set_defaults(func=_demo)
     ops = commands.add_parser("ops", help="list NNAPI operations and their kernel status")
     ops.add_argument("--markdown", action="store_true", help="print the docs/ops.md table")
     ops.set_defaults(func=_ops)
+    commands.add_parser("drivers", help="list the installed drivers").set_defaults(func=_drivers)
+    serve = commands.add_parser("serve", help="run driver pools as a shared service")
+    serve.add_argument("--socket", required=True, help="Unix socket path to listen on (0600)")
+    serve.add_argument("--driver", action="append", help="driver to serve (repeatable; "
+                       "default: reference)")
+    serve.add_argument("--workers", type=int, default=None, help="workers per driver "
+                       "(default: CPU count)")
+    serve.set_defaults(func=_serve)
     commands.add_parser("version", help="print the version").set_defaults(func=_version)
     args = parser.parse_args(argv)
     code: int = args.func(args)

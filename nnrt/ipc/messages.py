@@ -83,6 +83,10 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
                 "deadline": (_OPT_NUM, False), "output_sizes": (_LIST, False),
                 "nfds": (_INT, False)},
     "cancel": {"target": (_INT, True)},
+    # shared-mode service verbs (client -> nnrt serve)
+    "compile": {"model": (_MAP, True), "preference": (_INT, False), "priority": (_INT, False),
+                "devices": (_LIST, False)},
+    "statistics": {},
 }
 
 

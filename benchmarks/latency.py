@@ -1,0 +1,174 @@
+"""Round-trip latency and throughput of ``execute`` on a 1x4 ADD model, against peers.
+
+Run: .venv/bin/python benchmarks/latency.py [--requests N]
+
+Side by side, in one run, on the same machine:
+- raw asyncio Unix-socket echo to another process (the floor: a round trip and nothing else);
+- ``nnrt`` ``CompiledModel.execute`` (1 and 2 worker processes);
+- ``ProcessPoolExecutor`` + ``loop.run_in_executor`` doing the same numpy ADD (1 and 2 workers);
+- ``anyio.to_process.run_sync`` doing the same numpy ADD (1 and 2 workers).
+Latency: p50 / p99 of sequential round trips. Throughput: requests/s with 1, 8, 64 concurrent
+tasks. Prints a markdown table (committed to docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+
+import anyio
+import anyio.to_process
+import numpy as np
+
+import nnrt
+
+CONSTANT = np.arange(1, 5, dtype=np.float32).reshape(1, 4)
+X = np.ones((1, 4), np.float32)
+
+ECHO_SERVER = """
+import asyncio, sys
+async def handle(reader, writer):
+    while True:
+        data = await reader.read(65536)
+        if not data:
+            break
+        writer.write(data)
+async def main():
+    server = await asyncio.start_unix_server(handle, sys.argv[1])
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+def numpy_add(x: np.ndarray) -> np.ndarray:
+    """The work every peer does."""
+    return x + CONSTANT
+
+
+def add_model() -> nnrt.Model:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 4))
+    b.output(b.add(x, CONSTANT))
+    return b.build()
+
+
+Call = Callable[[], Awaitable[object]]
+
+
+async def latency(call: Call, n: int) -> tuple[float, float]:
+    for _ in range(50):
+        await call()
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - start)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
+
+
+async def throughput(call: Call, concurrency: int, n: int) -> float:
+    per_task = max(n // concurrency, 1)
+
+    async def worker() -> None:
+        for _ in range(per_task):
+            await call()
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+    return per_task * concurrency / (time.perf_counter() - start)
+
+
+async def measure(name: str, call: Call, n: int, rows: list[str]) -> None:
+    p50, p99 = await latency(call, n)
+    rates = [await throughput(call, c, n) for c in (1, 8, 64)]
+    rows.append(f"| {name} | {p50 * 1e6:.0f} | {p99 * 1e6:.0f} | "
+                + " | ".join(f"{r:,.0f}" for r in rates) + " |")
+    print(rows[-1], flush=True)
+
+
+async def echo_peer(n: int, rows: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "echo.sock")
+        proc = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, path],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            reader, writer = await asyncio.open_unix_connection(path)
+            lock = asyncio.Lock()
+            message = b"x" * 64
+
+            async def call() -> None:
+                # one round trip per call; concurrent callers take turns on the one stream
+                async with lock:
+                    writer.write(message)
+                    await reader.readexactly(len(message))
+
+            await measure("raw asyncio Unix-socket echo (floor)", call, n, rows)
+            writer.close()
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+async def nnrt_peer(workers: int, n: int, rows: list[str]) -> None:
+    async with nnrt.Runtime(workers=workers, max_in_flight=64) as rt:
+        compiled = await rt.compile(add_model())
+
+        async def call() -> None:
+            await compiled.execute([X])
+
+        await measure(f"nnrt execute, {workers} worker(s)", call, n, rows)
+
+
+async def pool_peer(workers: int, n: int, rows: list[str]) -> None:
+    loop = asyncio.get_running_loop()
+    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+        async def call() -> None:
+            await loop.run_in_executor(pool, numpy_add, X)
+
+        await measure(f"ProcessPoolExecutor + run_in_executor, {workers} worker(s)", call, n,
+                      rows)
+
+
+async def to_process_peer(workers: int, n: int, rows: list[str]) -> None:
+    limiter = anyio.CapacityLimiter(workers)
+
+    async def call() -> None:
+        await anyio.to_process.run_sync(numpy_add, X, limiter=limiter)
+
+    await measure(f"anyio.to_process.run_sync, {workers} worker(s)", call, n, rows)
+
+
+async def main(n: int) -> None:
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}, numpy {np.__version__}, nnrt {nnrt.__version__}")
+    print("| peer | p50 µs | p99 µs | req/s @1 | req/s @8 | req/s @64 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    rows: list[str] = []
+    await echo_peer(n, rows)
+    for workers in (1, 2):
+        await nnrt_peer(workers, n, rows)
+    for workers in (1, 2):
+        await pool_peer(workers, n, rows)
+    for workers in (1, 2):
+        await to_process_peer(workers, n, rows)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=3000)
+    asyncio.run(main(parser.parse_args().requests))

@@ -1,0 +1,11 @@
+"""The async runtime: worker pools per driver, scheduling, shared-mode service, sync facade."""
+
+from nnrt.runtime.runtime import CompiledModel as CompiledModel
+from nnrt.runtime.runtime import Runtime as Runtime
+from nnrt.runtime.stats import PoolStatistics as PoolStatistics
+from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
+from nnrt.runtime.sync import SyncRuntime as SyncRuntime
+from nnrt.runtime.sync import run_sync as run_sync
+
+__all__ = ["CompiledModel", "PoolStatistics", "Runtime", "RuntimeStatistics", "SyncRuntime",
+           "run_sync"]

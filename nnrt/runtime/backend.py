@@ -1,0 +1,131 @@
+"""Embedded backend: worker pools in this process's runtime; compile and execute on them."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from nnrt.errors import BadData, DeadlineMissed, NnrtError, Unsupported
+from nnrt.runtime.pool import PreparedKey, WorkerPool
+from nnrt.runtime.stats import PoolStatistics, RuntimeStatistics
+
+__all__ = ["CompiledRef", "EmbeddedBackend"]
+
+
+@dataclass
+class CompiledRef:
+    """What a backend returns for a compiled model: the driver and the pool's model key."""
+
+    driver: str
+    key: PreparedKey
+    released: bool = False
+
+
+class EmbeddedBackend:
+    """Worker pools per driver, scheduling compile and execute requests onto them."""
+
+    def __init__(self, drivers: Sequence[str], workers: dict[str, int], max_in_flight: int) -> None:
+        self.pools = {name: WorkerPool(name, workers[name], max_in_flight=max_in_flight)
+                      for name in drivers}
+        self._keys = itertools.count(1)
+
+    async def start(self, tg: TaskGroup) -> None:
+        """Start all pools' workers."""
+        async with anyio.create_task_group() as starting:
+            for pool in self.pools.values():
+                starting.start_soon(pool.start, tg)
+
+    def close(self) -> None:
+        """Stop every pool (workers are reaped by their supervisors)."""
+        for pool in self.pools.values():
+            pool.close()
+
+    def _pools_for(self, devices: Sequence[str] | None) -> list[WorkerPool]:
+        if devices is None:
+            return list(self.pools.values())
+        unknown = [d for d in devices if d not in self.pools]
+        if unknown:
+            raise BadData(f"unknown devices {unknown}; this runtime has {list(self.pools)}")
+        return [self.pools[d] for d in devices]
+
+    async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
+                      devices: Sequence[str] | None, deadline: float | None) -> CompiledRef:
+        """Choose the first device that supports every operation and prepare there."""
+        body = {"model": wire_model, "preference": preference, "priority": priority}
+        reasons = []
+        for pool in self._pools_for(devices):
+            slot = await pool.acquire(priority, deadline)
+            ok = False
+            try:
+                reply = await slot.request("supported", {"model": wire_model})
+                supported = reply.get("supported")
+                if not isinstance(supported, list) or not all(supported):
+                    missing = ([i for i, s in enumerate(supported) if not s]
+                               if isinstance(supported, list) else "?")
+                    reasons.append(f"{pool.driver} does not support operations {missing}")
+                    ok = True
+                    continue
+                key: PreparedKey = (next(self._keys), body)
+                await slot.ensure_prepared(key)
+                ok = True
+                return CompiledRef(pool.driver, key)
+            finally:
+                pool.release(slot, ok=ok)
+        raise Unsupported("no device can run the whole model: " + "; ".join(reasons))
+
+    async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
+                      priority: int, deadline: float | None) -> dict[str, Any]:
+        """Run one execution of ``ref`` on the least-loaded worker of its driver."""
+        pool = self.pools[ref.driver]
+        slot = await pool.acquire(priority, deadline)
+        ok = False
+        try:
+            handle = await slot.ensure_prepared(ref.key)
+            body: dict[str, Any] = {"handle": handle, "inputs": inputs, "priority": priority}
+            if deadline is not None:
+                body["deadline"] = deadline
+            if output_sizes is not None:
+                body["output_sizes"] = output_sizes
+            if deadline is None:
+                reply = await slot.request("execute", body)
+            else:
+                try:
+                    with anyio.fail_after(max(deadline - time.monotonic(), 0)):
+                        reply = await slot.request("execute", body)
+                except TimeoutError:
+                    raise DeadlineMissed("the execution did not finish before its deadline"
+                                         ) from None
+            ok = True
+            return reply
+        finally:
+            pool.release(slot, ok=ok)
+
+    async def release(self, ref: CompiledRef) -> None:
+        """Free ``ref`` on every worker that prepared it."""
+        if ref.released:
+            return
+        ref.released = True
+        pool = self.pools[ref.driver]
+        for slot in pool.slots:
+            handle = slot.forget(ref.key[0])
+            if handle is not None and slot.alive:
+                with contextlib.suppress(NnrtError):  # a worker that went away frees nothing
+                    await slot.request("release", {"handle": handle})
+
+    def statistics(self) -> RuntimeStatistics:
+        """A snapshot of every pool."""
+        return RuntimeStatistics({
+            name: PoolStatistics(name, len(p.slots), sum(s.alive for s in p.slots),
+                                 p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts)
+            for name, p in self.pools.items()})
+
+    def devices(self) -> list[Any]:
+        """Driver info of every pool."""
+        return [p.info for p in self.pools.values() if p.info is not None]

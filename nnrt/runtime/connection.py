@@ -1,0 +1,201 @@
+"""Async framed messaging over a non-blocking Unix stream socket (asyncio or trio via anyio).
+
+``FramedSocket`` sends and receives whole messages (with fds); ``RequestClient`` matches
+responses to requests by id so that many requests are in flight at once and may be answered in
+any order. Frames are read with ``recvmsg_into`` into one reused buffer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+
+from nnrt.errors import UnavailableDevice
+from nnrt.ipc.framing import DEFAULT_MAX_FRAME, FrameReader, ProtocolError, encode_frame
+from nnrt.ipc.messages import Status, check_response, error_from
+
+__all__ = ["FramedSocket", "RequestClient"]
+
+log = logging.getLogger("nnrt.runtime")
+
+
+class FramedSocket:
+    """Owns a connected stream socket; sends and receives msgpack frames asynchronously."""
+
+    def __init__(self, sock: socket.socket, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self.max_frame = max_frame
+        self.reader = FrameReader(max_frame)
+        self._outbox = bytearray()
+        self._flush_lock = anyio.Lock()
+        self.closed = False
+
+    async def send(self, message: Any, fds: Sequence[int] = ()) -> None:
+        """Send one message (and ``fds`` attached to it); waits only if the socket is full."""
+        if self.closed:
+            raise UnavailableDevice("the connection is closed")
+        frame = encode_frame(message, self.max_frame)
+        if fds:
+            await self._flush()  # descriptors ride on the frame's first byte: nothing before it
+            sent = self._try_send(frame, fds)
+        elif not self._outbox:
+            sent = self._try_send(frame, ())
+        else:
+            sent = 0
+        if sent < len(frame):
+            self._outbox += memoryview(frame)[sent:]
+            await self._flush()
+
+    def _try_send(self, frame: bytes, fds: Sequence[int]) -> int:
+        try:
+            if fds:
+                return socket.send_fds(self.sock, [frame], list(fds))
+            return self.sock.send(frame)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise UnavailableDevice(f"send failed: {exc}") from None
+
+    async def _flush(self) -> None:
+        async with self._flush_lock:
+            while self._outbox:
+                await anyio.wait_writable(self.sock)
+                try:
+                    sent = self.sock.send(self._outbox)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise UnavailableDevice(f"send failed: {exc}") from None
+                del self._outbox[:sent]
+
+    async def receive_loop(self, handle: Callable[[Any], Awaitable[None] | None]) -> None:
+        """Feed every received message to ``handle`` until end of stream.
+
+        Raises ``ProtocolError`` for malformed input (including a truncated final frame).
+        """
+        while True:
+            for message in self.reader.messages():
+                result = handle(message)
+                if result is not None:
+                    await result
+            try:
+                await anyio.wait_readable(self.sock)
+            except (anyio.ClosedResourceError, OSError):
+                return
+            try:
+                count = self.reader.receive(self.sock)
+            except BlockingIOError:
+                continue
+            except (ConnectionResetError, OSError):
+                count = 0
+            if count == 0:
+                if self.reader.pending_bytes:
+                    raise ProtocolError("connection closed in the middle of a frame")
+                return
+
+    def close(self) -> None:
+        """Close the socket and any received descriptors nobody claimed (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.reader.close()
+        with contextlib.suppress(RuntimeError):  # no event loop (closing from a finaliser)
+            anyio.notify_closing(self.sock)
+        self.sock.close()
+
+
+class _Pending:
+    __slots__ = ("body", "event", "status")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.status = Status.OK
+        self.body: dict[str, Any] = {}
+
+
+class RequestClient:
+    """Requests over a ``FramedSocket``; responses are matched to requests by id.
+
+    Run :meth:`run` in a task; when the connection ends every pending request fails with
+    ``UnavailableDevice`` and later requests fail at once.
+    """
+
+    def __init__(self, framed: FramedSocket) -> None:
+        self.framed = framed
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self.lost: str | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._pending)
+
+    async def run(self) -> None:
+        """Receive responses until the connection ends, then fail what is pending."""
+        reason = "the worker closed the connection"
+        try:
+            await self.framed.receive_loop(self._on_message)
+        except ProtocolError as exc:
+            reason = f"protocol error from the worker: {exc}"
+            log.warning("%s", reason)
+        finally:
+            self._fail_all(reason)
+            self.framed.close()
+
+    def _on_message(self, message: Any) -> None:
+        request_id, status, body = check_response(message)
+        pending = self._pending.pop(request_id, None)
+        if pending is None:
+            return  # answer to a request we gave up on (cancelled, timed out)
+        pending.status, pending.body = status, body
+        pending.event.set()
+
+    def _fail_all(self, reason: str) -> None:
+        self.lost = reason
+        pending, self._pending = self._pending, {}
+        for p in pending.values():
+            p.status, p.body = Status.UNAVAILABLE_DEVICE, {"message": reason}
+            p.event.set()
+
+    async def request(self, verb: str, body: dict[str, Any], fds: Sequence[int] = ()
+                      ) -> dict[str, Any]:
+        """Send a request and wait for its response body; error responses raise nnrt errors.
+
+        If the waiting task is cancelled, a ``cancel`` for the request is sent (best effort) so
+        that the worker stops working on it.
+        """
+        if self.lost is not None:
+            raise UnavailableDevice(self.lost)
+        request_id = next(self._ids)
+        pending = _Pending()
+        self._pending[request_id] = pending
+        try:
+            await self.framed.send([request_id, verb, body], fds)
+            await pending.event.wait()
+        except BaseException:
+            if self._pending.pop(request_id, None) is not None and verb == "execute":
+                await self._send_cancel(request_id)
+            raise
+        if pending.status != Status.OK:
+            raise error_from(pending.status, pending.body)
+        return pending.body
+
+    async def _send_cancel(self, request_id: int) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.framed.send([next(self._ids), "cancel", {"target": request_id}])
+            except Exception:  # the connection may be gone already; nothing to cancel then
+                log.debug("could not send cancel for request %d", request_id)
+
+    def close(self) -> None:
+        """Close the connection; pending requests fail with ``UnavailableDevice``."""
+        self.framed.close()
+        self._fail_all("the connection was closed")

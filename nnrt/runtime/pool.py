@@ -1,0 +1,255 @@
+"""Worker pools: one per driver, N worker processes, bounded in-flight, priority dispatch.
+
+A slot supervises one worker process: it spawns it, says hello, serves requests through a
+``RequestClient``, and when the worker dies (even by SIGKILL) it fails that worker's in-flight
+requests with ``UnavailableDevice``, reaps it and starts a new one. Prepared models are
+(re-)prepared on a worker lazily, the first time a request for them is routed there.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from nnrt.driver.base import DriverInfo
+from nnrt.errors import DeadlineMissed, UnavailableDevice
+from nnrt.ipc.messages import PROTOCOL_VERSION
+from nnrt.runtime.connection import FramedSocket, RequestClient
+from nnrt.runtime.process import WorkerProcess
+
+__all__ = ["PreparedKey", "WorkerPool", "WorkerSlot"]
+
+log = logging.getLogger("nnrt.runtime")
+
+#: A compiled model as the pool knows it: (key, prepare request body).
+PreparedKey = tuple[int, dict[str, Any]]
+
+
+class WorkerSlot:
+    """One worker position of a pool; survives its worker process across restarts."""
+
+    def __init__(self, pool: WorkerPool, index: int) -> None:
+        self.pool = pool
+        self.index = index
+        self.client: RequestClient | None = None
+        self.process: WorkerProcess | None = None
+        self.info: DriverInfo | None = None
+        self.in_flight = 0
+        self.restarts = 0
+        self._handles: dict[int, int] = {}
+        self._preparing: dict[int, anyio.Event] = {}
+
+    @property
+    def alive(self) -> bool:
+        """Whether a worker is connected and ready."""
+        return self.client is not None and self.client.lost is None
+
+    async def supervise(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run workers for this slot until the pool closes, restarting them when they die."""
+        started = False
+        failures = 0
+        while not self.pool.closing:
+            try:
+                await self._serve_one(task_status if not started else None)
+                started = True
+                failures = 0
+            except Exception as exc:
+                if not started:
+                    raise
+                failures += 1
+                log.warning("worker %s[%d] failed to start: %s", self.pool.driver, self.index,
+                            exc)
+                await anyio.sleep(min(0.05 * 2**failures, 2.0))
+            if not self.pool.closing:
+                self.restarts += 1
+                self.pool.restarts += 1
+
+    async def _serve_one(self, task_status: Any) -> None:
+        process = await WorkerProcess.spawn(self.pool.driver)
+        client = RequestClient(FramedSocket(process.sock))
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.run)
+                hello = await client.request(
+                    "hello", {"protocol": PROTOCOL_VERSION, "client": "nnrt", "pid": os.getpid()})
+                self.info = DriverInfo.from_wire(hello.get("driver"))
+                self._handles.clear()
+                self.process, self.client = process, client
+                self.pool.wake()
+                if task_status is not None:
+                    task_status.started()
+        finally:
+            self.client = None
+            self.in_flight_lost()
+            await process.aclose()
+
+    def in_flight_lost(self) -> None:
+        """Forget per-worker state after the worker is gone."""
+        self._handles.clear()
+        for event in self._preparing.values():
+            event.set()
+        self._preparing.clear()
+
+    async def ensure_prepared(self, key: PreparedKey) -> int:
+        """The worker-side handle of ``key``, preparing it on this worker first if needed."""
+        model_key, body = key
+        while True:
+            handle = self._handles.get(model_key)
+            if handle is not None:
+                return handle
+            event = self._preparing.get(model_key)
+            if event is None:
+                break
+            await event.wait()
+        client = self._require_client()
+        event = anyio.Event()
+        self._preparing[model_key] = event
+        try:
+            reply = await client.request("prepare", body)
+            handle = reply.get("handle")
+            if not isinstance(handle, int) or isinstance(handle, bool):
+                raise UnavailableDevice("worker returned no handle for prepare")
+            if self.client is client:
+                self._handles[model_key] = handle
+            return handle
+        finally:
+            self._preparing.pop(model_key, None)
+            event.set()
+
+    async def request(self, verb: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A request to this slot's current worker."""
+        return await self._require_client().request(verb, body)
+
+    def forget(self, model_key: int) -> int | None:
+        """Drop and return this worker's handle for ``model_key``, if any."""
+        return self._handles.pop(model_key, None)
+
+    def _require_client(self) -> RequestClient:
+        client = self.client
+        if client is None or client.lost is not None:
+            raise UnavailableDevice(f"worker {self.pool.driver}[{self.index}] is restarting")
+        return client
+
+    def kill(self) -> None:
+        """SIGKILL this slot's worker (tests, fault injection)."""
+        if self.process is not None:
+            self.process.kill()
+
+
+class _Waiter:
+    __slots__ = ("cancelled", "event", "slot")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.slot: WorkerSlot | None = None
+        self.cancelled = False
+
+
+class WorkerPool:
+    """The workers of one driver and the priority queue of requests waiting for them."""
+
+    def __init__(self, driver: str, workers: int, *, max_in_flight: int = 16) -> None:
+        self.driver = driver
+        self.slots = [WorkerSlot(self, i) for i in range(workers)]
+        self.max_in_flight = max_in_flight
+        self.closing = False
+        self.restarts = 0
+        self.completed = 0
+        self.failed = 0
+        self._waiters: list[tuple[int, int, _Waiter]] = []
+        self._seq = itertools.count()
+        self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def info(self) -> DriverInfo | None:
+        """The driver's info, from the first worker that said hello."""
+        return next((s.info for s in self.slots if s.info is not None), None)
+
+    @property
+    def queue_depth(self) -> int:
+        """Requests waiting for a worker."""
+        return sum(1 for _, _, w in self._waiters if not w.cancelled)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent to workers and not yet answered."""
+        return sum(s.in_flight for s in self.slots)
+
+    async def start(self, tg: TaskGroup) -> None:
+        """Start every worker; returns once all said hello (raises if one cannot start)."""
+        async with anyio.create_task_group() as starting:
+            for slot in self.slots:
+                starting.start_soon(self._start_slot, tg, slot)
+
+    async def _start_slot(self, tg: TaskGroup, slot: WorkerSlot) -> None:
+        await tg.start(slot.supervise)
+
+    def wake(self) -> None:
+        """Hand free capacity to waiting requests, highest priority first."""
+        while self._waiters:
+            slot = self._free_slot()
+            if slot is None:
+                return
+            _, _, waiter = heapq.heappop(self._waiters)
+            if waiter.cancelled:
+                continue
+            slot.in_flight += 1
+            waiter.slot = slot
+            waiter.event.set()
+
+    def _free_slot(self) -> WorkerSlot | None:
+        best: WorkerSlot | None = None
+        for slot in self.slots:
+            if slot.alive and slot.in_flight < self.max_in_flight and (
+                    best is None or slot.in_flight < best.in_flight):
+                best = slot
+        return best
+
+    async def acquire(self, priority: int, deadline: float | None) -> WorkerSlot:
+        """A worker slot with capacity; waits in priority order (higher first, then FIFO)."""
+        if not self._waiters:
+            slot = self._free_slot()
+            if slot is not None:
+                slot.in_flight += 1
+                return slot
+        waiter = _Waiter()
+        heapq.heappush(self._waiters, (-priority, next(self._seq), waiter))
+        try:
+            if deadline is None:
+                await waiter.event.wait()
+            else:
+                with anyio.fail_after(max(deadline - time.monotonic(), 0)):
+                    await waiter.event.wait()
+        except TimeoutError:
+            raise DeadlineMissed(f"no {self.driver} worker became free before the deadline"
+                                 ) from None
+        finally:
+            if waiter.slot is None:
+                waiter.cancelled = True
+        if waiter.slot is None:  # pragma: no cover - woken without a slot
+            raise UnavailableDevice(f"no {self.driver} worker available")
+        return waiter.slot
+
+    def release(self, slot: WorkerSlot, *, ok: bool) -> None:
+        """Return capacity taken by :meth:`acquire`; count the request's outcome."""
+        slot.in_flight -= 1
+        if ok:
+            self.completed += 1
+        else:
+            self.failed += 1
+        self.wake()
+
+    def close(self) -> None:
+        """Stop restarting workers; the runtime's task group tears the workers down."""
+        self.closing = True
+        for slot in self.slots:
+            if slot.client is not None:
+                slot.client.close()

@@ -1,0 +1,100 @@
+"""Shared mode, client side: a runtime backed by an ``nnrt serve`` service over a Unix socket."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+from anyio.abc import TaskGroup
+
+from nnrt.driver.base import DriverInfo
+from nnrt.errors import UnavailableDevice
+from nnrt.ipc.messages import PROTOCOL_VERSION
+from nnrt.runtime.backend import CompiledRef
+from nnrt.runtime.connection import FramedSocket, RequestClient
+from nnrt.runtime.stats import RuntimeStatistics
+
+__all__ = ["RemoteBackend"]
+
+
+class RemoteBackend:
+    """Sends compile / execute / release to the service; it owns pools, models and limits."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._client: RequestClient | None = None
+        self._devices: list[DriverInfo] = []
+        self._stats = RuntimeStatistics()
+
+    async def start(self, tg: TaskGroup) -> None:
+        """Connect, run the receive loop in ``tg`` and say hello."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.path)
+        except OSError as exc:
+            sock.close()
+            raise UnavailableDevice(f"cannot connect to nnrt service at {self.path}: {exc}"
+                                    ) from None
+        client = RequestClient(FramedSocket(sock))
+        self._client = client
+        tg.start_soon(client.run)
+        hello = await client.request(
+            "hello", {"protocol": PROTOCOL_VERSION, "client": "nnrt", "pid": os.getpid()})
+        devices = hello.get("devices")
+        if isinstance(devices, list):
+            self._devices = [DriverInfo.from_wire(d) for d in devices]
+
+    def _require(self) -> RequestClient:
+        if self._client is None:
+            raise UnavailableDevice("not connected")
+        return self._client
+
+    async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
+                      devices: Sequence[str] | None, deadline: float | None) -> CompiledRef:
+        """Ask the service to compile; the returned handle is scoped to this connection."""
+        body: dict[str, Any] = {"model": wire_model, "preference": preference,
+                                "priority": priority}
+        if devices is not None:
+            body["devices"] = list(devices)
+        reply = await self._require().request("compile", body)
+        handle, driver = reply.get("handle"), reply.get("driver")
+        if not isinstance(handle, int) or isinstance(handle, bool) or not isinstance(driver, str):
+            raise UnavailableDevice("malformed compile reply from the service")
+        return CompiledRef(driver, (handle, {}))
+
+    async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
+                      priority: int, deadline: float | None) -> dict[str, Any]:
+        """Execute on the service."""
+        body: dict[str, Any] = {"handle": ref.key[0], "inputs": inputs, "priority": priority}
+        if deadline is not None:
+            body["deadline"] = deadline
+        if output_sizes is not None:
+            body["output_sizes"] = output_sizes
+        return await self._require().request("execute", body)
+
+    async def release(self, ref: CompiledRef) -> None:
+        """Release on the service."""
+        if not ref.released:
+            ref.released = True
+            await self._require().request("release", {"handle": ref.key[0]})
+
+    async def refresh_statistics(self) -> RuntimeStatistics:
+        """Fetch the service's statistics."""
+        reply = await self._require().request("statistics", {})
+        self._stats = RuntimeStatistics.from_wire(reply.get("pools"))
+        return self._stats
+
+    def statistics(self) -> RuntimeStatistics:
+        """The last statistics fetched with :meth:`refresh_statistics`."""
+        return self._stats
+
+    def devices(self) -> list[Any]:
+        """The service's drivers."""
+        return list(self._devices)
+
+    def close(self) -> None:
+        """Disconnect (the service releases this client's models)."""
+        if self._client is not None:
+            self._client.close()

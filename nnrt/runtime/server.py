@@ -1,0 +1,237 @@
+"""Shared mode, service side: ``nnrt serve --socket PATH`` runs the pools for many clients.
+
+Each client connection is a session: identified by the connection and its ``SO_PEERCRED``
+(pid, uid, gid), it owns the models it compiled (handles are scoped to the session and released
+when it disconnects). Requests run concurrently and are answered as they finish. A client that
+breaks the protocol loses its connection; the service and the other clients carry on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from nnrt.errors import BadData, NnrtError, ResourceExhausted
+from nnrt.ipc.framing import ProtocolError
+from nnrt.ipc.messages import PROTOCOL_VERSION, Status, check_request, encode_error
+from nnrt.model.wire import model_from_wire, model_to_wire
+from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
+from nnrt.runtime.connection import FramedSocket
+
+__all__ = ["PeerCredentials", "serve"]
+
+log = logging.getLogger("nnrt.serve")
+_CREDS = struct.Struct("3i")
+#: Requests one client may have running at once.
+MAX_REQUESTS_PER_CLIENT = 4096
+
+
+@dataclass(frozen=True)
+class PeerCredentials:
+    """Who is on the other end of a Unix socket (``SO_PEERCRED``)."""
+
+    pid: int
+    uid: int
+    gid: int
+
+
+def peer_credentials(sock: socket.socket) -> PeerCredentials:
+    """The connected peer's pid, uid and gid."""
+    pid, uid, gid = _CREDS.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                  _CREDS.size))
+    return PeerCredentials(pid, uid, gid)
+
+
+class _Session:
+    def __init__(self, backend: EmbeddedBackend, sock: socket.socket) -> None:
+        self.backend = backend
+        self.creds = peer_credentials(sock)
+        self.framed = FramedSocket(sock)
+        self.handles: dict[int, CompiledRef] = {}
+        self.running: dict[int, anyio.CancelScope] = {}
+        self.greeted = False
+        self._next_handle = 1
+        self._tg: TaskGroup | None = None
+
+    async def run(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                try:
+                    await self.framed.receive_loop(self._on_message)
+                except ProtocolError as exc:
+                    log.warning("client pid %d broke the protocol: %s", self.creds.pid, exc)
+                tg.cancel_scope.cancel()
+        finally:
+            self.framed.close()
+            with anyio.CancelScope(shield=True):
+                for ref in self.handles.values():
+                    with contextlib.suppress(NnrtError):
+                        await self.backend.release(ref)
+            self.handles.clear()
+
+    def _on_message(self, message: Any) -> None:
+        request_id, verb, body = check_request(message)
+        if not self.greeted and verb != "hello":
+            raise ProtocolError(f"{verb!r} before hello")
+        if verb == "cancel":
+            scope = self.running.get(body["target"])
+            if scope is not None:
+                scope.cancel()
+            return
+        if len(self.running) >= MAX_REQUESTS_PER_CLIENT:
+            self._spawn(request_id, self._refuse)
+            return
+        handler: Callable[[dict[str, Any]], Any] | None = getattr(self, f"_do_{verb}", None)
+        if handler is None:
+            raise ProtocolError(f"verb {verb!r} is not served here")
+        if verb == "hello":
+            self.greeted = True
+        self._spawn(request_id, handler, body)
+
+    def _spawn(self, request_id: int, handler: Callable[..., Any], *args: Any) -> None:
+        scope = anyio.CancelScope()
+        self.running[request_id] = scope
+        if self._tg is None:  # pragma: no cover - run() sets it before reading
+            raise ProtocolError("session not running")
+        self._tg.start_soon(self._answer, request_id, scope, handler, args)
+
+    async def _answer(self, request_id: int, scope: anyio.CancelScope,
+                      handler: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        status, reply = Status.OK, {}
+        try:
+            with scope:
+                reply = await handler(*args)
+            if scope.cancelled_caught:
+                status, reply = Status.MISSED_DEADLINE, {"message": "cancelled"}
+        except Exception as exc:
+            if not isinstance(exc, NnrtError):
+                log.exception("request %d failed unexpectedly", request_id)
+            status, reply = encode_error(exc)
+        finally:
+            self.running.pop(request_id, None)
+        with contextlib.suppress(NnrtError, OSError):
+            await self.framed.send([request_id, status, reply])
+
+    async def _refuse(self) -> dict[str, Any]:
+        raise ResourceExhausted(f"more than {MAX_REQUESTS_PER_CLIENT} requests in flight")
+
+    async def _do_hello(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body["protocol"] != PROTOCOL_VERSION:
+            raise BadData(f"protocol version {body['protocol']} is not supported "
+                          f"(this service speaks {PROTOCOL_VERSION})")
+        return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(),
+                "devices": [d.to_wire() for d in self.backend.devices()]}
+
+    async def _do_ping(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    async def _do_statistics(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {"pools": self.backend.statistics().to_wire()}
+
+    async def _do_compile(self, body: dict[str, Any]) -> dict[str, Any]:
+        model = model_from_wire(body["model"])  # untrusted: rebuilt and validated here
+        devices = body.get("devices")
+        if devices is not None and not all(isinstance(d, str) for d in devices):
+            raise BadData("devices must be a list of driver names")
+        ref = await self.backend.compile(model_to_wire(model), body.get("preference", 1),
+                                         body.get("priority", 100), devices, None)
+        handle, self._next_handle = self._next_handle, self._next_handle + 1
+        self.handles[handle] = ref
+        return {"handle": handle, "driver": ref.driver}
+
+    def _ref(self, handle: int) -> CompiledRef:
+        ref = self.handles.get(handle)
+        if ref is None:
+            raise BadData(f"unknown handle {handle} (handles belong to the connection that "
+                          "compiled them)")
+        return ref
+
+    async def _do_execute(self, body: dict[str, Any]) -> dict[str, Any]:
+        ref = self._ref(body["handle"])
+        deadline = body.get("deadline")
+        return await self.backend.execute(ref, body["inputs"], body.get("output_sizes"),
+                                          body.get("priority", 100),
+                                          float(deadline) if deadline is not None else None)
+
+    async def _do_release(self, body: dict[str, Any]) -> dict[str, Any]:
+        ref = self.handles.pop(body["handle"], None)
+        if ref is None:
+            raise BadData(f"unknown handle {body['handle']}")
+        await self.backend.release(ref)
+        return {}
+
+
+def _listen(path: str) -> socket.socket:
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.exists(path) and not _is_socket(path):
+            raise BadData(f"{path} exists and is not a socket")
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # the socket file is created 0600: only this user may connect
+    try:
+        sock.bind(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _is_socket(path: str) -> bool:
+    import stat  # noqa: PLC0415
+
+    return stat.S_ISSOCK(os.stat(path).st_mode)
+
+
+async def serve(path: str, *, drivers: Sequence[str] = ("reference",),
+                workers: dict[str, int] | None = None, max_in_flight: int = 16,
+                ready: Callable[[], None] | None = None) -> None:
+    """Run the pools and accept clients on ``path`` until SIGTERM / SIGINT or cancellation."""
+    count = os.cpu_count() or 1
+    backend = EmbeddedBackend(list(drivers), workers or {d: count for d in drivers},
+                              max_in_flight)
+    listener: socket.socket | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(_stop_on_signals, tg)
+            await backend.start(tg)
+            listener = _listen(path)  # the socket appears once the service is ready
+            if ready is not None:
+                ready()
+            log.info("nnrt service listening on %s", path)
+            while True:
+                await anyio.wait_readable(listener)
+                try:
+                    conn, _ = listener.accept()
+                except BlockingIOError:
+                    continue
+                session = _Session(backend, conn)
+                log.info("client pid %d uid %d connected", session.creds.pid, session.creds.uid)
+                tg.start_soon(session.run)
+    finally:
+        backend.close()
+        if listener is not None:
+            listener.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
+async def _stop_on_signals(tg: TaskGroup, *, task_status: Any = anyio.TASK_STATUS_IGNORED
+                           ) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for _ in signals:
+            tg.cancel_scope.cancel()
+            return

@@ -1,0 +1,60 @@
+"""Frozen statistics records returned by ``Runtime.statistics()``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["PoolStatistics", "RuntimeStatistics"]
+
+
+@dataclass(frozen=True)
+class PoolStatistics:
+    """One driver's worker pool at one moment."""
+
+    driver: str
+    workers: int
+    workers_alive: int
+    queue_depth: int
+    in_flight: int
+    completed: int
+    failed: int
+    restarts: int
+
+
+@dataclass(frozen=True)
+class RuntimeStatistics:
+    """Every pool of a runtime (or of the shared service it is connected to)."""
+
+    pools: dict[str, PoolStatistics] = field(default_factory=dict)
+
+    @property
+    def completed(self) -> int:
+        """Requests answered successfully, all pools."""
+        return sum(p.completed for p in self.pools.values())
+
+    @property
+    def failed(self) -> int:
+        """Requests that failed, all pools."""
+        return sum(p.failed for p in self.pools.values())
+
+    @property
+    def restarts(self) -> int:
+        """Worker restarts, all pools."""
+        return sum(p.restarts for p in self.pools.values())
+
+    def to_wire(self) -> dict[str, list[object]]:
+        """Plain data for the wire."""
+        return {name: [p.driver, p.workers, p.workers_alive, p.queue_depth, p.in_flight,
+                       p.completed, p.failed, p.restarts] for name, p in self.pools.items()}
+
+    @classmethod
+    def from_wire(cls, data: object) -> RuntimeStatistics:
+        """Rebuild from :meth:`to_wire` output (checked)."""
+        pools: dict[str, PoolStatistics] = {}
+        if isinstance(data, dict):
+            for name, row in data.items():
+                if (isinstance(name, str) and isinstance(row, list) and len(row) == 8
+                        and isinstance(row[0], str)
+                        and all(isinstance(v, int) and not isinstance(v, bool) for v in row[1:])):
+                    pools[name] = PoolStatistics(row[0], *row[1:])
+        return cls(pools)
