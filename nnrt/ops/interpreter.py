@@ -1,14 +1,21 @@
-"""The reference interpreter: runs a finished model in-process on the numpy kernels."""
+"""The reference interpreter: runs a finished model in-process on the numpy kernels.
+
+:class:`ExecutionPlan` is a finished model made ready to run many times: per operation, in run
+order, its definition, operand indices, output dtypes and declared dims, and the constants it
+reads, all computed once. ``run`` builds a plan per call; the reference driver keeps one per
+prepared model, so both share one execution path (same results, same errors).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nnrt.errors import BadData, BadState, NnrtError, OpFailed
-from nnrt.model.operand import dtype_of
+from nnrt.model.operand import dtype_of, is_scalar
 from nnrt.model.values import coerce_value, dims_compatible
 from nnrt.ops.context import ExecutionContext
 from nnrt.ops.registry import lookup
@@ -16,13 +23,18 @@ from nnrt.ops.support import check_supported
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
+    from nnrt.model.operand import Operand
+    from nnrt.model.types import OperandType
 
-__all__ = ["Inputs", "bind_inputs", "execute_operation", "run"]
+__all__ = ["ExecutionPlan", "InputBinder", "Inputs", "OperationStep", "bind_inputs",
+           "execute_operation", "run"]
 
 Inputs = Sequence[Any] | Mapping[int | str, Any]
+Array = np.ndarray[Any, Any]
+Values = Callable[[int], "Array | None"]
 
 
-def run(model: Model, inputs: Inputs) -> list[np.ndarray[Any, Any]]:
+def run(model: Model, inputs: Inputs) -> list[Array]:
     """Run ``model`` on ``inputs`` and return its outputs, in model output order.
 
     ``inputs`` is a list in model input order, or a dict keyed by input position or name.
@@ -32,84 +44,285 @@ def run(model: Model, inputs: Inputs) -> list[np.ndarray[Any, Any]]:
     if not model.finished:
         raise BadState("nnrt.reference.run: the model is not finished (call model.finish())")
     check_supported(model)
-    values = bind_inputs(model, inputs)
-    with np.errstate(all="ignore"):  # NNAPI semantics: inf / NaN results, never warnings
-        for op_index in model.run_order:
-            execute_operation(model, op_index, values)
-    return [values[index] for index in model.outputs]
+    plan = ExecutionPlan(model)
+    return plan.execute(plan.binder.bind(inputs))
 
 
-def bind_inputs(model: Model, inputs: Inputs) -> dict[int, np.ndarray[Any, Any]]:
+def bind_inputs(model: Model, inputs: Inputs) -> dict[int, Array]:
     """Check ``inputs`` against the model's input operands; return operand index → array."""
-    count = len(model.inputs)
-    if isinstance(inputs, Mapping):
+    return dict(zip(model.inputs, InputBinder(model).bind(inputs), strict=True))
+
+
+def execute_operation(model: Model, op_index: int, values: dict[int, Array]) -> None:
+    """Run operation ``op_index``, reading inputs from and writing outputs into ``values``.
+
+    Call it under ``np.errstate(all="ignore")``: float overflow and invalid results are NNAPI
+    semantics (inf, NaN), not errors.
+    """
+    step = OperationStep(model, op_index)
+
+    def value_of(index: int) -> Array | None:
+        if index in values:
+            return values[index]
+        return model.constant_value(index)
+
+    for index, arr in zip(step.outputs, step.run(step.context(value_of)), strict=True):
+        values[index] = arr
+
+
+class _InputSlot:
+    """What one model input must look like, with its error-message prefix precomputed."""
+
+    __slots__ = ("dims", "dtype", "exact", "index", "operand", "position")
+
+    def __init__(self, position: int, index: int, operand: Operand) -> None:
+        self.position = position
+        self.index = index
+        self.operand = operand
+        self.dtype = dtype_of(operand.type)
+        self.dims = operand.dims
+        #: Whether an ndarray of exactly ``dtype`` and shape ``dims`` needs no further check.
+        self.exact = not is_scalar(operand.type) and bool(self.dims) and all(
+            d > 0 for d in self.dims)
+
+    @property
+    def where(self) -> str:
+        """``input 0 (operand 3, TENSOR_FLOAT32[1, 4])``: the prefix of error messages."""
+        return f"input {self.position} (operand {self.index}, {self.operand.describe()})"
+
+    def check(self, value: Any) -> Array:
+        if (self.exact and value.__class__ is np.ndarray and value.dtype == self.dtype
+                and value.shape == self.dims):
+            return value  # what coerce_value returns for it, without the general checks
+        where = self.where
+        if value is None:
+            raise BadData(f"{where}: no value given")
+        arr = coerce_value(self.operand, value, where)
+        if not dims_compatible(self.dims, arr.shape):
+            raise BadData(f"{where}: shape {arr.shape} does not match the declared dims")
+        return arr
+
+
+class InputBinder:
+    """Checks execution inputs against a model's input operands (count, dtype, range, shape)."""
+
+    __slots__ = ("_model", "_slots")
+
+    def __init__(self, model: Model) -> None:
+        self._model = model
+        operands = model.operands
+        self._slots = tuple(_InputSlot(p, i, operands[i]) for p, i in enumerate(model.inputs))
+
+    def bind(self, inputs: Inputs) -> list[Array]:
+        """The checked input arrays in model input order, or ``BadData`` saying what is wrong.
+
+        ``inputs`` is a sequence in model input order, or a mapping keyed by input position or
+        input operand name. Arrays of the exact dtype are used as given (not copied).
+        """
+        slots = self._slots
+        if inputs.__class__ is not list and isinstance(inputs, Mapping):
+            ordered = self._order(inputs)
+        else:
+            ordered = list(inputs)
+            if len(ordered) != len(slots):
+                raise BadData(f"expected {len(slots)} inputs, got {len(ordered)}")
+        return [slot.check(value) for slot, value in zip(slots, ordered, strict=True)]
+
+    def _order(self, inputs: Mapping[int | str, Any]) -> list[Any]:
+        count = len(self._slots)
         by_position: dict[int, Any] = {}
         for key, value in inputs.items():
-            position = model.find_input(key) if isinstance(key, str) else int(key)
+            position = self._model.find_input(key) if isinstance(key, str) else int(key)
             if not 0 <= position < count:
                 raise BadData(f"input {key!r} is out of range (the model has {count} inputs)")
             by_position[position] = value
         missing = [p for p in range(count) if p not in by_position]
         if missing:
             raise BadData(f"inputs {missing} are missing (the model has {count} inputs)")
-        ordered = [by_position[p] for p in range(count)]
-    else:
-        ordered = list(inputs)
-        if len(ordered) != count:
-            raise BadData(f"expected {count} inputs, got {len(ordered)}")
-    values: dict[int, np.ndarray[Any, Any]] = {}
-    for position, (index, value) in enumerate(zip(model.inputs, ordered, strict=True)):
-        operand = model.operands[index]
-        where = f"input {position} (operand {index}, {operand.describe()})"
-        if value is None:
-            raise BadData(f"{where}: no value given")
-        arr = coerce_value(operand, value, where)
-        if not dims_compatible(operand.dims, arr.shape):
-            raise BadData(f"{where}: shape {arr.shape} does not match the declared dims")
-        values[index] = arr
-    return values
+        return [by_position[p] for p in range(count)]
 
 
-def execute_operation(model: Model, op_index: int, values: dict[int, np.ndarray[Any, Any]]
-                      ) -> None:
-    """Run operation ``op_index``, reading inputs from and writing outputs into ``values``.
+class OperationStep:
+    """One operation of a model with its static facts looked up once."""
 
-    Call it under ``np.errstate(all="ignore")``: float overflow and invalid results are NNAPI
-    semantics (inf, NaN), not errors.
+    __slots__ = ("_exact", "definition", "dims", "dtypes", "index", "operands", "operation",
+                 "outputs", "relaxed")
+
+    def __init__(self, model: Model, op_index: int) -> None:
+        op = model.operations[op_index]
+        definition = lookup(op.type)
+        if definition is None:
+            raise OpFailed(f"operation {op_index} ({op.type.name}): no reference kernel")
+        operands = model.operands
+        self.operands = operands
+        self.relaxed = model.relaxed
+        self.index = op_index
+        self.operation = op
+        self.definition = definition
+        #: Output operand indices, their dtypes and declared dims.
+        self.outputs = op.outputs
+        self.dtypes = tuple(dtype_of(operands[i].type) for i in op.outputs)
+        self.dims = tuple(operands[i].dims for i in op.outputs)
+        # A fully specified declaration is compatible exactly with an equal shape.
+        self._exact = tuple(bool(d) and all(x > 0 for x in d) for d in self.dims)
+
+    def context(self, values: Values) -> ExecutionContext:
+        """An execution context reading operand values through ``values``."""
+        return ExecutionContext(self.operands, self.operation, self.index, self.definition,
+                                values, relaxed=self.relaxed)
+
+    def run(self, ctx: ExecutionContext) -> list[Array]:
+        """Prepare and execute the kernel in ``ctx``; return the checked output arrays.
+
+        Raises the kernel's nnrt errors as they are, ``OpFailed`` for any other kernel error or
+        a result of the wrong count or shape, and ``BadData`` for a shape the model declared
+        differently.
+        """
+        definition = self.definition
+        try:
+            shapes = [tuple(map(int, s)) for s in definition.prepare(ctx)]
+            ctx.output_shapes = shapes
+            results = list(definition.execute(ctx))
+        except NnrtError:
+            raise
+        except Exception as exc:
+            raise OpFailed(f"{ctx.where()}: kernel failed: {exc!r}") from exc
+        if len(results) != len(self.outputs):
+            raise OpFailed(f"{ctx.where()}: kernel returned {len(results)} outputs, "
+                           f"expected {len(self.outputs)}")
+        checked: list[Array] = []
+        for slot, result in enumerate(results):
+            arr = np.asarray(result)
+            dtype = self.dtypes[slot]
+            if arr.dtype != dtype:
+                arr = arr.astype(dtype)
+            if slot < len(shapes) and arr.shape != shapes[slot]:
+                raise OpFailed(f"{ctx.where(output=slot)}: kernel produced shape {arr.shape}, "
+                               f"prepare computed {shapes[slot]}")
+            declared = self.dims[slot]
+            if not (arr.shape == declared if self._exact[slot]
+                    else dims_compatible(declared, arr.shape)):
+                ctx.fail(f"computed shape {arr.shape} does not match the declared dims "
+                         f"{declared}", output=slot)
+            checked.append(arr)
+        return checked
+
+
+class _Frame:
+    """The operand values of one execution in progress, by operand index."""
+
+    __slots__ = ("slots",)
+
+    def __init__(self) -> None:
+        self.slots: list[Array | None] = []
+
+    def get(self, index: int) -> Array | None:
+        return self.slots[index]
+
+
+class _PlanContext(ExecutionContext):
+    """An ``ExecutionContext`` over a frame, with per-input facts precomputed for speed.
+
+    The overrides return exactly what the base methods compute, with fewer calls.
     """
-    op = model.operations[op_index]
-    definition = lookup(op.type)
-    if definition is None:
-        raise OpFailed(f"operation {op_index} ({op.type.name}): no reference kernel")
 
-    def value_of(index: int) -> np.ndarray[Any, Any] | None:
-        if index in values:
-            return values[index]
-        return model.constant_value(index)
+    def __init__(self, step: OperationStep, frame: _Frame) -> None:
+        super().__init__(step.operands, step.operation, step.index, step.definition, frame.get,
+                         relaxed=step.relaxed)
+        self._frame = frame
+        self._in = step.operation.inputs
+        self._n = len(self._in)
+        self._in_operands = tuple(step.operands[k] for k in self._in)
+        self._in_types = tuple(o.type for o in self._in_operands)
+        self._omitted = tuple(o.is_omitted for o in self._in_operands)
 
-    ctx = ExecutionContext(model.operands, op, op_index, definition, value_of,
-                           relaxed=model.relaxed)
-    try:
-        shapes = [tuple(int(d) for d in s) for s in definition.prepare(ctx)]
-        ctx.output_shapes = shapes
-        results = list(definition.execute(ctx))
-    except NnrtError:
-        raise
-    except Exception as exc:
-        raise OpFailed(f"{ctx.where()}: kernel failed: {exc!r}") from exc
-    if len(results) != len(op.outputs):
-        raise OpFailed(f"{ctx.where()}: kernel returned {len(results)} outputs, "
-                       f"expected {len(op.outputs)}")
-    for slot, (index, result) in enumerate(zip(op.outputs, results, strict=True)):
-        operand = model.operands[index]
-        arr = np.asarray(result)
-        dtype = dtype_of(operand.type)
-        if arr.dtype != dtype:
-            arr = arr.astype(dtype)
-        if slot < len(shapes) and arr.shape != shapes[slot]:
-            raise OpFailed(f"{ctx.where(output=slot)}: kernel produced shape {arr.shape}, "
-                           f"prepare computed {shapes[slot]}")
-        if not dims_compatible(operand.dims, arr.shape):
-            ctx.fail(f"computed shape {arr.shape} does not match the declared dims "
-                     f"{operand.dims}", output=slot)
-        values[index] = arr
+    def operand(self, i: int) -> Operand:
+        return self._in_operands[i]
+
+    def input_type(self, i: int) -> OperandType:
+        return self._in_types[i]
+
+    def is_omitted(self, i: int) -> bool:
+        return i >= self._n or self._omitted[i]
+
+    def input(self, i: int) -> Array | None:
+        if i >= self._n or self._omitted[i]:
+            return None
+        return self._frame.slots[self._in[i]]
+
+    def tensor(self, i: int) -> Array:
+        arr = self.input(i)
+        if arr is None:
+            self.fail("this input is required but has no value", input=i)
+        return arr
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        shape: tuple[int, ...] = self.tensor(i).shape  # a tuple of Python ints already
+        return shape
+
+    def constant(self, i: int) -> Any:
+        arr = self.input(i)
+        if arr is None:
+            return None
+        return self._to_python(self._in_types[i], arr)
+
+
+class ExecutionPlan:
+    """A finished model ready to execute many times on the reference kernels.
+
+    Holds the constants the operations read (materialised once) and one execution context per
+    operation, reused by consecutive executions; a concurrent execution on another thread gets
+    fresh contexts, so a plan may be shared between threads.
+    """
+
+    def __init__(self, model: Model) -> None:
+        if not model.finished:
+            raise BadState("ExecutionPlan: the model is not finished (call model.finish())")
+        self.model = model
+        #: Checks inputs for :meth:`execute`.
+        self.binder = InputBinder(model)
+        self._steps = tuple(OperationStep(model, i) for i in model.run_order)
+        operands = model.operands
+        constants: list[Array | None] = [None] * len(operands)
+        for step in self._steps:
+            for index in step.operation.inputs:
+                if constants[index] is None and operands[index].is_constant:
+                    constants[index] = model.constant_value(index)
+        self._constants = constants
+        self._frame = _Frame()
+        self._contexts = tuple(_PlanContext(step, self._frame) for step in self._steps)
+        self._lock = threading.Lock()
+
+    def execute(self, inputs: Sequence[Array], check: Callable[[], None] | None = None
+                ) -> list[Array]:
+        """Run on ``inputs`` already checked by :attr:`binder`; return the outputs.
+
+        ``check`` (optional) is called before each operation; it stops the execution by raising.
+        """
+        if len(inputs) != len(self.model.inputs):
+            raise BadData(f"expected {len(self.model.inputs)} inputs, got {len(inputs)}")
+        if self._lock.acquire(blocking=False):
+            try:
+                return self._run(self._frame, self._contexts, inputs, check)
+            finally:
+                self._lock.release()
+        frame = _Frame()
+        contexts = tuple(_PlanContext(step, frame) for step in self._steps)
+        return self._run(frame, contexts, inputs, check)
+
+    def _run(self, frame: _Frame, contexts: Sequence[ExecutionContext],
+             inputs: Sequence[Array], check: Callable[[], None] | None) -> list[Array]:
+        values = self._constants.copy()
+        for index, value in zip(self.model.inputs, inputs, strict=True):
+            values[index] = value
+        frame.slots = values
+        try:
+            with np.errstate(all="ignore"):  # NNAPI semantics: inf / NaN results, no warnings
+                for step, ctx in zip(self._steps, contexts, strict=True):
+                    if check is not None:
+                        check()
+                    for index, arr in zip(step.outputs, step.run(ctx), strict=True):
+                        values[index] = arr
+        finally:
+            frame.slots = []  # keep no arrays alive between executions
+        return [values[i] for i in self.model.outputs]  # type: ignore[misc]

@@ -23,8 +23,16 @@ def dynamic_add_model() -> nnrt.Model:
     return b.build()
 
 
-def slow_model(ops: int = 12, size: int = 384) -> nnrt.Model:
-    """A chain of BATCH_MATMULs that takes a while (~tens of ms per op) on the reference."""
+SLOW_SIZE = 768
+
+
+def slow_input() -> np.ndarray:
+    """An input for :func:`slow_model`."""
+    return np.ones((1, SLOW_SIZE, SLOW_SIZE), np.float32)
+
+
+def slow_model(ops: int = 30, size: int = SLOW_SIZE) -> nnrt.Model:
+    """A chain of BATCH_MATMULs taking ~20-40 ms per op (about a second) on the reference."""
     b = nnrt.ModelBuilder()
     x = b.input("x", (1, size, size))
     w = b.constant(np.eye(size, dtype=np.float32).reshape(1, size, size) * 0.5)

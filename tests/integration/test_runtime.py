@@ -8,7 +8,7 @@ import time
 import anyio
 import numpy as np
 import pytest
-from models import add_model, dynamic_add_model, slow_model
+from models import add_model, dynamic_add_model, slow_input, slow_model
 
 import nnrt
 
@@ -110,7 +110,7 @@ async def test_worker_killed_mid_execute_fails_only_its_requests_then_recovers()
 
         async def run(k: int) -> None:
             try:
-                await slow.execute([np.ones((1, 384, 384), np.float32)])
+                await slow.execute([slow_input()])
                 outcomes[k] = "ok"
             except nnrt.UnavailableDevice:
                 outcomes[k] = (time.monotonic(), "unavailable")
@@ -133,16 +133,16 @@ async def test_worker_killed_mid_execute_fails_only_its_requests_then_recovers()
         with anyio.fail_after(10):
             while sum(s.alive for s in pool.slots) < 2:
                 await anyio.sleep(0.05)
-        await slow.execute([np.ones((1, 384, 384), np.float32)])
+        await slow.execute([slow_input()])
         assert rt.statistics().restarts == 1
 
 
 async def test_cancellation_frees_the_worker_promptly() -> None:
     async with nnrt.Runtime(workers=1) as rt:
-        slow = await rt.compile(slow_model(ops=30))
+        slow = await rt.compile(slow_model())
         fast = await rt.compile(add_model())
         with anyio.move_on_after(0.2):
-            await slow.execute([np.ones((1, 384, 384), np.float32)])
+            await slow.execute([slow_input()])
         start = time.monotonic()
         (y,) = await fast.execute([X])
         assert time.monotonic() - start < 1.0
@@ -151,11 +151,11 @@ async def test_cancellation_frees_the_worker_promptly() -> None:
 
 async def test_deadline_missed() -> None:
     async with nnrt.Runtime(workers=1) as rt:
-        slow = await rt.compile(slow_model(ops=30))
+        slow = await rt.compile(slow_model())
         fast = await rt.compile(add_model())
         start = time.monotonic()
         with pytest.raises(nnrt.DeadlineMissed):
-            await slow.execute([np.ones((1, 384, 384), np.float32)], timeout=0.1)
+            await slow.execute([slow_input()], timeout=0.1)
         assert time.monotonic() - start < 1.0
         (y,) = await fast.execute([X], timeout=5)
         np.testing.assert_array_equal(y, X + [1, 2, 3, 4])
@@ -173,7 +173,7 @@ async def test_priority_ordering_when_workers_are_busy() -> None:
             order.append(name)
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(slow.execute, [np.ones((1, 384, 384), np.float32)])
+            tg.start_soon(slow.execute, [slow_input()])
             await anyio.sleep(0.05)
             for k in range(3):
                 tg.start_soon(run, f"low{k}", low)

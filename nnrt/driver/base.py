@@ -1,0 +1,266 @@
+"""The driver interface (HAL): ``Driver`` and ``PreparedModel``.
+
+Public methods check their arguments and the driver's answers, keep the books (timing, released
+state) and call one narrow hook a driver implements: ``_info``, ``_supported_operations``,
+``_prepare`` and ``PreparedModel._execute``; optional ones have defaults. A leaf driver is a few
+dozen lines on top of this.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from nnrt.driver.control import Cancelled as Cancelled
+from nnrt.driver.control import ExecutionControl as ExecutionControl
+from nnrt.driver.info import DriverInfo as DriverInfo
+from nnrt.driver.info import ExecutionResult as ExecutionResult
+from nnrt.driver.info import PerformanceInfo as PerformanceInfo
+from nnrt.driver.info import PrepareOptions as PrepareOptions
+from nnrt.driver.info import Timing as Timing
+from nnrt.driver.outputs import OutputChecker
+from nnrt.errors import BadData, BadState, NnrtError, OpFailed, Unsupported
+from nnrt.model.model import Model
+from nnrt.ops.interpreter import InputBinder
+
+__all__ = [
+    "MAX_CACHE_FILES",
+    "CACHE_TOKEN_BYTES",
+    "Cancelled",
+    "Driver",
+    "DriverInfo",
+    "ExecutionControl",
+    "ExecutionResult",
+    "PerformanceInfo",
+    "PrepareOptions",
+    "PreparedModel",
+    "Timing",
+]
+
+Array = np.ndarray[Any, Any]
+
+#: Most cache files of each kind a driver may ask for (NNAPI's MAX_NUMBER_OF_CACHE_FILES).
+MAX_CACHE_FILES = 32
+#: Length of a compilation cache token (NNAPI's BYTE_SIZE_OF_CACHE_TOKEN).
+CACHE_TOKEN_BYTES = 32
+_DEFAULT_OPTIONS = PrepareOptions()
+
+
+class Driver(abc.ABC):
+    """A device that can prepare and run models; subclasses implement the ``_`` hooks."""
+
+    # -- public methods --------------------------------------------------------------------------
+
+    def info(self) -> DriverInfo:
+        """Name, version, device type, feature level and performance of this driver."""
+        info = self._info()
+        if not isinstance(info, DriverInfo):
+            raise OpFailed(f"driver {type(self).__name__}: _info() returned "
+                           f"{type(info).__name__}, expected DriverInfo")
+        return info
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        """Per operation of the finished ``model``, whether this driver can run it."""
+        self._require_finished(model, "supported_operations")
+        flags = self._supported_operations(model)
+        count = len(model.operations)
+        if not isinstance(flags, list) or len(flags) != count or not all(
+                isinstance(f, bool) for f in flags):
+            raise OpFailed(f"driver {self._name()}: _supported_operations() must return a list "
+                           f"of {count} bools, got {flags!r:.120}")
+        return flags
+
+    def cache_files_needed(self) -> tuple[int, int]:
+        """How many (model, data) cache files ``prepare`` wants; (0, 0) if it caches nothing."""
+        needed = self._cache_files_needed()
+        if not (isinstance(needed, tuple) and len(needed) == 2 and all(
+                type(n) is int and 0 <= n <= MAX_CACHE_FILES for n in needed)):
+            raise OpFailed(f"driver {self._name()}: _cache_files_needed() must return two ints "
+                           f"from 0 to {MAX_CACHE_FILES}, got {needed!r:.80}")
+        return needed
+
+    def prepare(self, model: Model, options: PrepareOptions = _DEFAULT_OPTIONS,
+                cache: Any = None) -> PreparedModel:
+        """Compile the finished ``model`` for this driver.
+
+        Raises ``BadState`` for an unfinished model, ``Unsupported`` listing every operation
+        this driver cannot run (and why, when the driver says), ``BadData`` for bad options.
+        ``cache`` carries the compilation cache files (later issues define it; None = none).
+        """
+        self._require_finished(model, "prepare")
+        if not isinstance(options, PrepareOptions):
+            raise BadData(f"prepare: options must be PrepareOptions, got "
+                          f"{type(options).__name__}")
+        flags = self.supported_operations(model)
+        if not all(flags):
+            problems = []
+            for index, ok in enumerate(flags):
+                if not ok:
+                    op = model.operations[index]
+                    reason = (self._unsupported_reason(model, index)
+                              or f"not supported by driver {self._name()}")
+                    problems.append(f"operation {index} ({op.type.name}): {reason}")
+            raise Unsupported("unsupported operations: " + "; ".join(problems))
+        try:
+            prepared = self._prepare(model, options, cache)
+        except NnrtError:
+            raise
+        except Exception as exc:
+            raise OpFailed(f"driver {self._name()}: prepare failed: {exc!r}") from exc
+        if not isinstance(prepared, PreparedModel):
+            raise OpFailed(f"driver {self._name()}: _prepare() returned "
+                           f"{type(prepared).__name__}, expected a PreparedModel")
+        return prepared
+
+    def prepare_from_cache(self, cache: Any, token: bytes) -> PreparedModel:
+        """Load a model prepared earlier from the compilation cache files in ``cache``.
+
+        ``token`` is the 32-byte cache token the model was prepared with.
+        """
+        if not isinstance(token, bytes) or len(token) != CACHE_TOKEN_BYTES:
+            raise BadData(f"prepare_from_cache: token must be {CACHE_TOKEN_BYTES} bytes, got "
+                          f"{type(token).__name__} of length "
+                          f"{len(token) if isinstance(token, bytes) else '?'}")
+        prepared = self._prepare_from_cache(cache, token)
+        if not isinstance(prepared, PreparedModel):
+            raise OpFailed(f"driver {self._name()}: _prepare_from_cache() returned "
+                           f"{type(prepared).__name__}, expected a PreparedModel")
+        return prepared
+
+    def allocate(self, desc: Any, roles: Sequence[Any]) -> Any:
+        """Allocate a device buffer described by ``desc`` for ``roles`` (later issues)."""
+        return self._allocate(desc, roles)
+
+    # -- hooks -----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _info(self) -> DriverInfo:
+        """Describe this driver."""
+
+    @abc.abstractmethod
+    def _supported_operations(self, model: Model) -> list[bool]:
+        """Per operation of a finished model, whether this driver can run it."""
+
+    @abc.abstractmethod
+    def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
+        """Compile a finished model whose operations are all supported."""
+
+    def _unsupported_reason(self, model: Model, op_index: int) -> str | None:
+        """Why operation ``op_index`` is not supported (None: a generic message is used)."""
+        return None
+
+    def _cache_files_needed(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def _prepare_from_cache(self, cache: Any, token: bytes) -> PreparedModel:
+        raise OpFailed(f"prepare_from_cache is not supported by driver {self._name()}")
+
+    def _allocate(self, desc: Any, roles: Sequence[Any]) -> Any:
+        raise OpFailed(f"allocate is not supported by driver {self._name()}")
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _name(self) -> str:
+        try:
+            return self.info().name
+        except Exception:
+            return type(self).__name__
+
+    @staticmethod
+    def _require_finished(model: Model, method: str) -> None:
+        if not isinstance(model, Model):
+            raise BadData(f"{method}: expected an nnrt.Model, got {type(model).__name__}")
+        if not model.finished:
+            raise BadState(f"{method}: the model is not finished (call model.finish())")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} driver {self._name()!r}>"
+
+
+class PreparedModel(abc.ABC):
+    """A model prepared by a driver, ready to execute; subclasses implement ``_execute``.
+
+    Release it with :meth:`release` (or use it as a context manager) when done.
+    """
+
+    def __init__(self, model: Model, *, driver_name: str = "driver") -> None:
+        if not isinstance(model, Model) or not model.finished:
+            raise BadState("PreparedModel: needs a finished nnrt.Model")
+        self._model = model
+        self._driver_name = driver_name
+        self._binder = InputBinder(model)
+        self._outputs = OutputChecker(model, driver_name)
+        self._released = False
+
+    @property
+    def model(self) -> Model:
+        """The model this was prepared from."""
+        return self._model
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` has been called."""
+        return self._released
+
+    def execute(self, inputs: Sequence[Array], *, output_sizes: Sequence[int] | None = None,
+                deadline: float | None = None, should_stop: Callable[[], bool] | None = None
+                ) -> ExecutionResult:
+        """Run the model on ``inputs`` (model input order) and return outputs and timing.
+
+        Inputs are checked like ``nnrt.reference.run`` checks them (count, dtype, range, shape):
+        ``BadData`` otherwise. ``deadline`` is an absolute ``time.monotonic()`` value: if it has
+        passed before or during the execution, ``DeadlineMissed``. ``should_stop`` is polled
+        between operations: true stops the execution with :class:`Cancelled`. ``output_sizes``
+        are the caller's output buffer capacities in bytes: an output needing more raises
+        ``OutputInsufficientSize`` carrying every output's actual shape.
+        """
+        start = time.perf_counter_ns()
+        if self._released:
+            raise BadState(f"execute: this prepared model of driver {self._driver_name} has "
+                           "been released")
+        control = ExecutionControl(deadline, should_stop)
+        sizes = self._outputs.check_sizes(output_sizes)
+        arrays = self._binder.bind(inputs)
+        control.check_deadline("before the execution started")
+        device_start = time.perf_counter_ns()
+        try:
+            results = self._execute(arrays, control)
+        except NnrtError:
+            raise
+        except Exception as exc:
+            raise OpFailed(f"driver {self._driver_name}: execute failed: {exc!r}") from exc
+        device_ns = time.perf_counter_ns() - device_start
+        control.check_deadline("during the execution")
+        outputs = self._outputs.check(results, sizes)
+        return ExecutionResult(outputs, Timing(device_ns, time.perf_counter_ns() - start))
+
+    def release(self) -> None:
+        """Free the driver's resources for this model; later executions raise ``BadState``."""
+        if not self._released:
+            self._released = True
+            self._release()
+
+    def __enter__(self) -> PreparedModel:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+    # -- hooks -----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _execute(self, inputs: list[Array], control: ExecutionControl) -> Sequence[Array]:
+        """Compute the outputs from checked inputs; call ``control.check()`` between ops."""
+
+    def _release(self) -> None:  # noqa: B027 - optional hook, nothing to free by default
+        """Free driver resources (called once)."""
+
+    def __repr__(self) -> str:
+        state = "released" if self._released else "ready"
+        return f"<{type(self).__name__} of driver {self._driver_name!r}, {state}>"

@@ -1,0 +1,67 @@
+"""Stopping an execution early: its deadline and its ``should_stop`` poll.
+
+A driver's ``_execute`` hook calls :meth:`ExecutionControl.check` between operations (or
+whatever units of work it has); the check raises ``DeadlineMissed`` once the deadline has passed
+and :class:`Cancelled` once ``should_stop()`` returns true.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from nnrt.errors import BadData, DeadlineMissed, NnrtError, OpFailed
+
+__all__ = ["Cancelled", "ExecutionControl"]
+
+
+class Cancelled(OpFailed):
+    """Raised by ``PreparedModel.execute`` when its ``should_stop()`` poll returns true.
+
+    The execution stops at the next operation boundary; its partial results are dropped.
+    """
+
+
+class ExecutionControl:
+    """The deadline (absolute ``time.monotonic()`` seconds) and stop poll of one execution."""
+
+    __slots__ = ("_deadline", "_should_stop")
+
+    def __init__(self, deadline: float | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> None:
+        if deadline is not None and (isinstance(deadline, bool) or not isinstance(
+                deadline, int | float) or not math.isfinite(deadline)):
+            raise BadData(f"execute: deadline must be a finite time.monotonic() value or None, "
+                          f"got {deadline!r:.80}")
+        if should_stop is not None and not callable(should_stop):
+            raise BadData(f"execute: should_stop must be callable or None, got "
+                          f"{type(should_stop).__name__}")
+        self._deadline = None if deadline is None else float(deadline)
+        self._should_stop = should_stop
+
+    @property
+    def active(self) -> bool:
+        """Whether there is anything to check (a deadline or a stop poll)."""
+        return self._deadline is not None or self._should_stop is not None
+
+    def check_deadline(self, when: str) -> None:
+        """Raise ``DeadlineMissed`` if the deadline has passed; ``when`` says at which point."""
+        if self._deadline is not None:
+            late = time.monotonic() - self._deadline
+            if late >= 0:
+                raise DeadlineMissed(f"the execution's deadline passed {late * 1e3:.3f} ms "
+                                     f"ago, {when}")
+
+    def check(self) -> None:
+        """Between two operations: raise ``DeadlineMissed`` or ``Cancelled`` if it is time."""
+        self.check_deadline("between two operations")
+        if self._should_stop is not None:
+            try:
+                stop = self._should_stop()
+            except NnrtError:
+                raise
+            except Exception as exc:
+                raise OpFailed(f"execute: should_stop() raised {exc!r}") from exc
+            if stop:
+                raise Cancelled("execution cancelled: should_stop() returned true")

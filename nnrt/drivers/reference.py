@@ -1,0 +1,69 @@
+"""The reference driver: every registered operation on the numpy kernels; the CPU fallback.
+
+It is the executable specification behind ``nnrt.reference.run`` served as a driver: its
+prepared model keeps an :class:`~nnrt.ops.interpreter.ExecutionPlan` (definitions, operand
+indices and constants looked up once), so a tiny model runs with a few µs of overhead, with
+exactly the results and errors of ``nnrt.reference.run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import nnrt
+from nnrt.driver.base import (
+    Driver,
+    DriverInfo,
+    ExecutionControl,
+    PerformanceInfo,
+    PreparedModel,
+    PrepareOptions,
+)
+from nnrt.model.model import Model
+from nnrt.ops.interpreter import ExecutionPlan
+from nnrt.ops.support import unsupported_reason
+
+__all__ = ["ReferenceDriver", "ReferencePreparedModel"]
+
+Array = np.ndarray[Any, Any]
+
+#: NNAPI feature level the reference kernels follow.
+FEATURE_LEVEL = 8
+
+
+class ReferenceDriver(Driver):
+    """Runs every operation nnrt has a reference kernel for, in this process, with numpy."""
+
+    def _info(self) -> DriverInfo:
+        return DriverInfo(name="reference", version=nnrt.__version__, device_type="cpu",
+                          feature_level=FEATURE_LEVEL, performance=PerformanceInfo())
+
+    def _supported_operations(self, model: Model) -> list[bool]:
+        return [unsupported_reason(model, i) is None for i in range(len(model.operations))]
+
+    def _unsupported_reason(self, model: Model, op_index: int) -> str | None:
+        return unsupported_reason(model, op_index)
+
+    def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
+        return ReferencePreparedModel(model)
+
+
+class ReferencePreparedModel(PreparedModel):
+    """A model ready to run on the reference kernels through a precomputed execution plan."""
+
+    def __init__(self, model: Model) -> None:
+        super().__init__(model, driver_name="reference")
+        self._plan: ExecutionPlan | None = ExecutionPlan(model)
+
+    def _execute(self, inputs: list[Array], control: ExecutionControl) -> Sequence[Array]:
+        plan = self._plan
+        if plan is None:  # released meanwhile by another thread
+            raise nnrt.BadState("execute: this prepared model of driver reference has been "
+                                "released")
+        return plan.execute(inputs, control.check if control.active else None)
+
+    def _release(self) -> None:
+        self._plan = None

@@ -1,0 +1,52 @@
+"""Finding drivers: entry-point names, the built-in fallback, explicit ``module:factory`` specs."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+from sample_drivers import NoAddDriver
+
+import nnrt
+from nnrt.driver import available_drivers, load_driver
+from nnrt.drivers.reference import ReferenceDriver
+
+
+def test_reference_is_available_by_name() -> None:
+    assert "reference" in available_drivers()
+    driver = load_driver("reference")
+    assert isinstance(driver, ReferenceDriver)
+    assert driver.info().name == "reference"
+
+
+def test_unknown_name_lists_the_known_drivers() -> None:
+    with pytest.raises(nnrt.BadData, match=r"unknown driver 'nope'; known drivers: .*reference"):
+        load_driver("nope")
+
+
+def test_builtin_drivers_load_without_package_metadata(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    # As when running from a source tree: no installed distribution, no entry points.
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **_: [])
+    assert available_drivers() == ["reference"]
+    assert isinstance(load_driver("reference"), ReferenceDriver)
+
+
+def test_module_factory_spec_loads_a_test_driver() -> None:
+    driver = load_driver("sample_drivers:NoAddDriver")
+    assert type(driver) is NoAddDriver  # a real subclass overriding one hook
+    assert driver.info().name == "reference"
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("", "driver spec must be"),
+    ("no_such_module_xyz:Driver", "no module named 'no_such_module_xyz'"),
+    ("sample_drivers:Missing", "sample_drivers has no attribute 'Missing'"),
+    ("sample_drivers:", "expected 'module.path:factory'"),
+    ("sample drivers:X", "expected 'module.path:factory'"),
+    ("sample_drivers:not_a_driver", "the factory returned object"),
+    ("sample_drivers:ONES", "is not callable"),
+])
+def test_bad_specs_are_bad_data(spec: str, message: str) -> None:
+    with pytest.raises(nnrt.BadData, match=message):
+        load_driver(spec)
