@@ -7,6 +7,7 @@ any order. Frames are read with ``recvmsg_into`` into one reused buffer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+import sniffio
 
 from nnrt.errors import UnavailableDevice
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, FrameReader, ProtocolError, encode_frame
@@ -36,6 +38,8 @@ class FramedSocket:
         self._outbox = bytearray()
         self._flush_lock = anyio.Lock()
         self.closed = False
+        #: Called once when :meth:`close` runs (lets a readiness-callback reader finish).
+        self.on_close: Callable[[], None] | None = None
 
     async def send(self, message: Any, fds: Sequence[int] = ()) -> None:
         """Send one message (and ``fds`` attached to it); waits only if the socket is full."""
@@ -105,6 +109,8 @@ class FramedSocket:
         if self.closed:
             return
         self.closed = True
+        if self.on_close is not None:
+            self.on_close()
         self.reader.close()
         with contextlib.suppress(RuntimeError):  # no event loop (closing from a finaliser)
             anyio.notify_closing(self.sock)
@@ -112,19 +118,37 @@ class FramedSocket:
 
 
 class _Pending:
-    __slots__ = ("body", "event", "status")
+    __slots__ = ("body", "event", "future", "status")
 
-    def __init__(self) -> None:
-        self.event = anyio.Event()
+    def __init__(self, future: asyncio.Future[None] | None) -> None:
+        self.future = future
+        self.event = anyio.Event() if future is None else None
         self.status = Status.OK
         self.body: dict[str, Any] = {}
+
+    def resolve(self, status: int, body: dict[str, Any]) -> None:
+        self.status, self.body = status, body
+        if self.future is not None:
+            if not self.future.done():
+                self.future.set_result(None)
+        elif self.event is not None:
+            self.event.set()
+
+    async def wait(self) -> None:
+        if self.future is not None:
+            await self.future
+        elif self.event is not None:
+            await self.event.wait()
 
 
 class RequestClient:
     """Requests over a ``FramedSocket``; responses are matched to requests by id.
 
     Run :meth:`run` in a task; when the connection ends every pending request fails with
-    ``UnavailableDevice`` and later requests fail at once.
+    ``UnavailableDevice`` and later requests fail at once. Under asyncio the socket stays
+    registered with the event loop for the connection's lifetime and responses resolve their
+    futures straight from the readiness callback (no task hop per response); under other
+    backends (trio) a receive task does the same through anyio.
     """
 
     def __init__(self, framed: FramedSocket) -> None:
@@ -132,6 +156,7 @@ class RequestClient:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self.lost: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def in_flight(self) -> int:
@@ -142,7 +167,10 @@ class RequestClient:
         """Receive responses until the connection ends, then fail what is pending."""
         reason = "the worker closed the connection"
         try:
-            await self.framed.receive_loop(self._on_message)
+            if sniffio.current_async_library() == "asyncio":
+                reason = await self._run_asyncio()
+            else:
+                await self.framed.receive_loop(self._on_message)
         except ProtocolError as exc:
             reason = f"protocol error from the worker: {exc}"
             log.warning("%s", reason)
@@ -150,20 +178,62 @@ class RequestClient:
             self._fail_all(reason)
             self.framed.close()
 
+    async def _run_asyncio(self) -> str:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        done: asyncio.Future[str] = loop.create_future()
+        framed, sock = self.framed, self.framed.sock
+        fd = sock.fileno()
+
+        def readable() -> None:
+            try:
+                count = framed.reader.receive(sock)
+            except BlockingIOError:
+                return
+            except ProtocolError as exc:
+                finish(f"protocol error from the worker: {exc}")
+                return
+            except OSError:
+                count = 0
+            try:
+                for message in framed.reader.messages():
+                    self._on_message(message)
+            except ProtocolError as exc:
+                finish(f"protocol error from the worker: {exc}")
+                return
+            if count == 0:
+                finish("the worker closed the connection")
+
+        registered = True
+
+        def finish(reason: str) -> None:
+            # unregister at once: the fd must not stay registered once the socket is closed
+            nonlocal registered
+            if registered:
+                registered = False
+                loop.remove_reader(fd)
+            if not done.done():
+                done.set_result(reason)
+
+        framed.on_close = lambda: finish("the connection was closed")
+        loop.add_reader(fd, readable)
+        try:
+            return await done
+        finally:
+            finish("the receive task ended")
+            self._loop = None
+
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
         pending = self._pending.pop(request_id, None)
-        if pending is None:
-            return  # answer to a request we gave up on (cancelled, timed out)
-        pending.status, pending.body = status, body
-        pending.event.set()
+        if pending is not None:  # None: an answer to a request we gave up on
+            pending.resolve(status, body)
 
     def _fail_all(self, reason: str) -> None:
         self.lost = reason
         pending, self._pending = self._pending, {}
         for p in pending.values():
-            p.status, p.body = Status.UNAVAILABLE_DEVICE, {"message": reason}
-            p.event.set()
+            p.resolve(Status.UNAVAILABLE_DEVICE, {"message": reason})
 
     async def request(self, verb: str, body: dict[str, Any], fds: Sequence[int] = ()
                       ) -> dict[str, Any]:
@@ -175,11 +245,12 @@ class RequestClient:
         if self.lost is not None:
             raise UnavailableDevice(self.lost)
         request_id = next(self._ids)
-        pending = _Pending()
+        loop = self._loop
+        pending = _Pending(loop.create_future() if loop is not None else None)
         self._pending[request_id] = pending
         try:
             await self.framed.send([request_id, verb, body], fds)
-            await pending.event.wait()
+            await pending.wait()
         except BaseException:
             if self._pending.pop(request_id, None) is not None and verb == "execute":
                 await self._send_cancel(request_id)
