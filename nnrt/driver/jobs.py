@@ -1,0 +1,116 @@
+"""Queued execute requests of the worker service, run one at a time by (priority, arrival).
+
+A :class:`Job` is one decoded ``execute`` request waiting for (or in) its turn; the
+:class:`JobQueue` orders them by priority (highest first), then arrival. Cancelled jobs are
+marked and skipped when they reach the head (lazy deletion keeps cancel O(1)).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from nnrt.driver.base import PreparedModel
+    from nnrt.driver.connection import Connection
+
+__all__ = ["Job", "JobQueue"]
+
+
+class Job:
+    """One execute request: who asked, for which prepared model, with what inputs and limits."""
+
+    __slots__ = ("cancelled", "connection", "deadline", "done", "handle", "inputs",
+                 "output_sizes", "prepared", "priority", "request_id", "seq")
+
+    def __init__(self, connection: Connection, request_id: int, handle: int,
+                 prepared: PreparedModel, inputs: list[np.ndarray[Any, Any]], priority: int,
+                 deadline: float | None, output_sizes: Sequence[int] | None) -> None:
+        self.connection = connection
+        self.request_id = request_id
+        self.handle = handle
+        self.prepared = prepared
+        self.inputs = inputs
+        self.priority = priority
+        self.deadline = deadline
+        self.output_sizes = output_sizes
+        self.seq = 0
+        #: Set when a queued job is dropped (cancelled, connection gone): it never runs.
+        self.done = False
+        #: Set when a cancel (or the connection's end) reaches the job while it runs.
+        self.cancelled = False
+
+    def __lt__(self, other: Job) -> bool:
+        if self.priority != other.priority:
+            return self.priority > other.priority
+        return self.seq < other.seq
+
+
+class JobQueue:
+    """Pending jobs, highest priority first, then first come first served."""
+
+    def __init__(self) -> None:
+        self._heap: list[Job] = []
+        self._seq = 0
+        self._live = 0
+        self._earliest = float("inf")
+
+    def __len__(self) -> int:
+        """Jobs still waiting to run (cancelled ones excluded)."""
+        return self._live
+
+    def push(self, job: Job) -> None:
+        """Queue ``job`` behind every job of the same or higher priority."""
+        self._seq += 1
+        job.seq = self._seq
+        heapq.heappush(self._heap, job)
+        self._live += 1
+        if job.deadline is not None and job.deadline < self._earliest:
+            self._earliest = job.deadline
+
+    def discard(self, job: Job) -> None:
+        """Mark a queued ``job`` done so it never runs, and let go of its inputs.
+
+        Done jobs leave the heap when they reach its head, or all at once when they outnumber
+        the live ones (so that queueing and cancelling in a loop cannot grow it without bound).
+        """
+        if job.done:
+            return
+        job.done = True
+        job.inputs = []
+        self._live -= 1
+        if len(self._heap) > 2 * self._live + 64:
+            self._heap = [queued for queued in self._heap if not queued.done]
+            heapq.heapify(self._heap)
+
+    def pop(self) -> Job | None:
+        """The next job to run, or None when nothing is waiting."""
+        heap = self._heap
+        while heap:
+            job = heapq.heappop(heap)
+            if not job.done:
+                self._live -= 1
+                return job
+        self._earliest = float("inf")
+        return None
+
+    def expired(self, now: float) -> list[Job]:
+        """Drop and return the queued jobs whose deadline is at or before ``now``."""
+        if now < self._earliest:
+            return []
+        expired = []
+        earliest = float("inf")
+        for job in list(self._heap):  # discard() may compact the heap
+            if job.done or job.deadline is None:
+                continue
+            if job.deadline <= now:
+                self.discard(job)
+                expired.append(job)
+            elif job.deadline < earliest:
+                earliest = job.deadline
+        self._earliest = earliest
+        expired.sort()
+        return expired

@@ -1,0 +1,174 @@
+"""What the worker service does for each request verb, once the envelope passed its schema.
+
+Each handler reads a body already checked by :func:`nnrt.ipc.messages.check_request` (field
+names and types), checks the values (ranges, codes, handles), calls the driver and queues the
+response on the connection. Semantic problems raise nnrt errors (the service answers them with
+an error response); malformed values inside a field raise :class:`ProtocolError` (the service
+closes the connection).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from nnrt.driver.base import Driver, PrepareOptions
+from nnrt.driver.connection import Connection
+from nnrt.driver.jobs import Job
+from nnrt.errors import BadData, ResourceExhausted
+from nnrt.ipc.framing import ProtocolError
+from nnrt.ipc.messages import PROTOCOL_VERSION, Status, decode_tensor
+from nnrt.model.types import ExecutionPreference, Priority
+from nnrt.model.wire import model_from_wire
+
+if TYPE_CHECKING:
+    from nnrt.driver.service import Service
+
+__all__ = ["MAX_PENDING_EXECUTES", "RequestHandlers"]
+
+#: Most execute requests one connection may have queued or running at once.
+MAX_PENDING_EXECUTES = 1024
+_MAX_CLIENT_NAME = 256
+_MAX_OUTPUT_SIZE = 2**63
+
+_E = TypeVar("_E", ExecutionPreference, Priority)
+Handler = Callable[[Connection, int, dict[str, Any]], None]
+
+
+class RequestHandlers:
+    """The per-verb request handlers of one :class:`~nnrt.driver.service.Service`."""
+
+    def __init__(self, service: Service, driver: Driver) -> None:
+        self._service = service
+        self._driver = driver
+        self._info = driver.info().to_wire()
+        self._pid = os.getpid()
+        self._table: dict[str, Handler] = {
+            "hello": self._hello, "ping": self._ping, "info": self._info_request,
+            "supported": self._supported, "prepare": self._prepare, "release": self._release,
+            "execute": self._execute, "cancel": self._cancel,
+        }
+
+    def handle(self, conn: Connection, request_id: int, verb: str, body: dict[str, Any]) -> None:
+        """Serve one request whose envelope and field types were checked already."""
+        handler = self._table.get(verb)
+        if handler is None:
+            raise BadData(f"request {request_id}: verb {verb!r} is not served by a driver "
+                          f"worker (it serves {', '.join(self._table)})")
+        handler(conn, request_id, body)
+
+    # -- control verbs ---------------------------------------------------------------------------
+
+    def _hello(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        if conn.greeted:
+            raise ProtocolError(f"request {request_id}: hello sent twice")
+        if len(body["client"]) > _MAX_CLIENT_NAME:
+            raise ProtocolError(f"request {request_id}: client name longer than "
+                                f"{_MAX_CLIENT_NAME} characters")
+        protocol = body["protocol"]
+        if protocol != PROTOCOL_VERSION:
+            conn.respond(request_id, Status.BAD_DATA, {
+                "message": f"protocol version {protocol} is not supported; this worker speaks "
+                           f"version {PROTOCOL_VERSION}"})
+            conn.closing = True
+            return
+        conn.greeted = True
+        conn.peer = f"{conn.peer} ({body['client']})"
+        conn.respond(request_id, Status.OK,
+                     {"protocol": PROTOCOL_VERSION, "driver": self._info, "pid": self._pid})
+
+    def _ping(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        conn.respond(request_id, Status.OK, {})
+
+    def _info_request(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        conn.respond(request_id, Status.OK, {"driver": self._info})
+
+    def _supported(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        model = model_from_wire(body["model"])
+        flags = self._driver.supported_operations(model)
+        conn.respond(request_id, Status.OK, {"supported": [bool(f) for f in flags]})
+
+    def _prepare(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        preference = _code(ExecutionPreference, body.get(
+            "preference", ExecutionPreference.FAST_SINGLE_ANSWER), request_id, "preference")
+        priority = _code(Priority, body.get("priority", Priority.MEDIUM), request_id, "priority")
+        model = model_from_wire(body["model"])
+        prepared = self._driver.prepare(model, PrepareOptions(preference=preference,
+                                                              priority=priority))
+        try:
+            handle = conn.add_handle(prepared, int(priority))
+        except BaseException:
+            self._service.executor.release(prepared)
+            raise
+        conn.respond(request_id, Status.OK, {"handle": handle})
+
+    def _release(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        handle = conn.handles.pop(body["handle"], None)
+        if handle is None:
+            raise BadData(f"request {request_id}: unknown handle {body['handle']}")
+        self._service.executor.release(handle.prepared)
+        conn.respond(request_id, Status.OK, {})
+
+    def _cancel(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        self._service.executor.cancel(conn, body["target"])
+
+    # -- execute -----------------------------------------------------------------------------------
+
+    def _execute(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        nfds = body.get("nfds", 0)
+        if nfds:
+            for fd in conn.reader.take_fds(nfds):  # claim them first: they belong to us now
+                os.close(fd)
+            raise BadData(f"request {request_id}: memory passed as file descriptors is not "
+                          "supported by this worker yet; send the tensors inline")
+        if request_id in conn.jobs:
+            raise ProtocolError(f"request {request_id}: an execute with this id is still "
+                                "in flight")
+        try:
+            arrays: list[np.ndarray[Any, Any]] = [decode_tensor(value, "input")
+                                                  for value in body["inputs"]]
+        except ProtocolError:  # this path is hot: name the culprit only when there is one
+            for position, value in enumerate(body["inputs"]):
+                decode_tensor(value, f"request {request_id}: input {position}")
+            raise
+        output_sizes = body.get("output_sizes")
+        if output_sizes is not None:
+            _check_output_sizes(output_sizes, request_id)
+        handle = conn.handles.get(body["handle"])
+        if handle is None:
+            raise BadData(f"request {request_id}: unknown handle {body['handle']}")
+        priority = body.get("priority")
+        priority = handle.priority if priority is None else int(
+            _code(Priority, priority, request_id, "priority"))
+        deadline = body.get("deadline")
+        if deadline is not None:
+            deadline = float(deadline)
+            if math.isnan(deadline):
+                raise BadData(f"request {request_id}: the deadline is NaN")
+            if math.isinf(deadline):
+                deadline = None if deadline > 0 else -math.inf
+        if len(conn.jobs) >= MAX_PENDING_EXECUTES:
+            raise ResourceExhausted(f"request {request_id}: already {MAX_PENDING_EXECUTES} "
+                                    "executes pending on this connection")
+        self._service.executor.enqueue(Job(conn, request_id, body["handle"], handle.prepared,
+                                           arrays, priority, deadline, output_sizes))
+
+
+def _code(enum: type[_E], value: int, request_id: int, field: str) -> _E:
+    try:
+        return enum(value)
+    except ValueError:
+        known = ", ".join(f"{member.name}={member.value}" for member in enum)
+        raise BadData(f"request {request_id}: {field} {value} is not one of {known}") from None
+
+
+def _check_output_sizes(sizes: list[Any], request_id: int) -> None:
+    for position, size in enumerate(sizes):
+        if isinstance(size, bool) or not isinstance(size, int) or not (
+                0 <= size < _MAX_OUTPUT_SIZE):
+            raise ProtocolError(f"request {request_id}: output_sizes[{position}] must be a "
+                                f"byte count, got {size!r}")

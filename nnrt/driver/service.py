@@ -1,0 +1,252 @@
+"""The worker service: one process serving one driver to its connections.
+
+Run as ``python -m nnrt.driver`` (see :mod:`nnrt.driver.__main__`).
+
+A synchronous :mod:`selectors` loop, no threads, no asyncio. Control requests (``hello``,
+``ping``, ``info``, ``supported``, ``prepare``, ``release``, ``cancel``) are answered as soon as
+they are read; ``execute`` requests are queued (:mod:`nnrt.driver.jobs`) and run one at a time,
+highest priority first. While one runs, the driver's ``should_stop`` hook polls the sockets
+(at most every millisecond) so that cancels and new requests are still read. A connection that
+breaks the protocol is closed; the others keep being served. Responses are buffered per
+connection and sent once per loop iteration, never blocking on a slow reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import selectors
+import socket
+import struct
+from typing import Any
+
+from nnrt.driver.base import Driver
+from nnrt.driver.connection import Connection
+from nnrt.driver.executor import Executor
+from nnrt.driver.listener import UnixListener
+from nnrt.driver.requests import RequestHandlers
+from nnrt.errors import BadData, NnrtError
+from nnrt.ipc.framing import DEFAULT_MAX_FRAME, ProtocolError
+from nnrt.ipc.messages import check_request, encode_error
+
+__all__ = ["MAX_CONNECTIONS", "Service"]
+
+#: Most connections a shared service accepts at once (more are closed on arrival).
+MAX_CONNECTIONS = 1024
+#: Unsent response bytes above which a connection's requests are no longer read.
+_OUT_LIMIT = 8 << 20
+#: Most receives from one connection per readiness event (so that one cannot starve others),
+#: and the size below which a receive probably emptied the socket.
+_READS_PER_EVENT = 32
+_SMALL_READ = 64 << 10
+_LISTENER, _WAKEUP = object(), object()
+_READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+_UCRED = struct.Struct("3i")
+
+_log = logging.getLogger("nnrt.driver.service")
+
+
+class Service:
+    """Serves ``driver`` on one inherited connection (:meth:`serve_fd`) or a Unix socket path.
+
+    Owns the selector, the listening socket (if any), every connection and every prepared
+    model created through it; :meth:`close` releases all of them exactly once.
+    """
+
+    def __init__(self, driver: Driver, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.driver = driver
+        self.max_frame = max_frame
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, _READ, _WAKEUP)
+        self._listener: UnixListener | None = None
+        self._connections: dict[int, Connection] = {}
+        self._events: dict[Connection, int] = {}
+        self._dirty: set[Connection] = set()
+        #: The execute queue and the running execute.
+        self.executor = Executor(self._poll, self._dirty.add)
+        self._stopping = False
+        self._closed = False
+        self._requests = RequestHandlers(self, driver)
+
+    # -- setting up ----------------------------------------------------------------------------
+
+    def serve_fd(self, fd: int) -> None:
+        """Serve the connected stream socket ``fd`` (taking ownership); stop when it closes."""
+        sock = socket.socket(fileno=fd)
+        if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
+            sock.close()
+            raise BadData(f"fd {fd} is not a Unix stream socket")
+        sock.set_inheritable(False)
+        self._add_connection(sock)
+
+    def listen(self, path: str) -> None:
+        """Accept connections on a Unix socket at ``path`` (mode 0600) until stopped."""
+        if self._listener is not None:
+            raise BadData(f"the service already listens on {self._listener.path!r}")
+        self._listener = UnixListener(path)
+        self._selector.register(self._listener.fileno(), _READ, _LISTENER)
+
+    def request_stop(self) -> None:
+        """Make :meth:`run` return soon (safe to call from a signal handler)."""
+        self._stopping = self.executor.stopping = True
+        with contextlib.suppress(OSError):  # full: a wakeup is pending anyway
+            self._wake_w.send(b"\0")
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until :meth:`request_stop`, or until the last connection ends (no listener)."""
+        select, executor = self._selector.select, self.executor
+        while not self._stopping and (self._listener is not None or self._connections):
+            for key, mask in select(0 if executor.pending else None):
+                self._on_event(key.data, mask)
+            self._flush()
+            if executor.pending and not self._stopping:
+                executor.run_next()
+                self._flush()
+
+    def _on_event(self, data: Any, mask: int) -> None:
+        if data is _LISTENER:
+            self._accept()
+        elif data is _WAKEUP:
+            with contextlib.suppress(BlockingIOError, InterruptedError):
+                self._wake_r.recv(4096)
+        else:
+            conn: Connection = data
+            if mask & _READ and not conn.closing and not conn.closed:
+                self._read(conn)
+            if mask & _WRITE and not conn.closed:
+                self._dirty.add(conn)
+
+    def _accept(self) -> None:
+        listener = self._listener
+        while listener is not None and (sock := listener.accept()) is not None:
+            if len(self._connections) >= MAX_CONNECTIONS:
+                _log.warning("refusing a connection: already %d open", MAX_CONNECTIONS)
+                sock.close()
+                continue
+            self._add_connection(sock)
+
+    def _add_connection(self, sock: socket.socket) -> None:
+        try:
+            pid, uid, _ = _UCRED.unpack(sock.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+            peer = f"pid {pid} uid {uid}"
+        except OSError:
+            peer = "unknown peer"
+        conn = Connection(sock, self.max_frame, peer)
+        self._connections[conn.fileno] = conn
+        self._events[conn] = _READ
+        self._selector.register(conn.fileno, _READ, conn)
+
+    def _read(self, conn: Connection) -> None:
+        """Read and serve what ``conn`` sent: a few socket buffers' worth at most per event."""
+        reader, dispatch = conn.reader, self._dispatch
+        try:
+            for _ in range(_READS_PER_EVENT):
+                received = reader.receive(conn.sock)
+                if received == 0:
+                    if reader.pending_bytes:
+                        _log.warning("%s: connection ended inside a frame (%d bytes)", conn,
+                                     reader.pending_bytes)
+                    self._close(conn)
+                    return
+                for message in reader.messages():
+                    dispatch(conn, message)
+                    if conn.closing:
+                        break
+                if conn.closing or received < _SMALL_READ:
+                    break  # most likely drained; if not, the selector reports it again
+        except (BlockingIOError, InterruptedError):
+            pass
+        except ProtocolError as exc:
+            _log.warning("%s: protocol error, closing the connection: %s", conn, exc)
+            self._close(conn)
+            return
+        except OSError as exc:
+            _log.info("%s: connection failed: %s", conn, exc)
+            self._close(conn)
+            return
+        if conn.out:
+            self._dirty.add(conn)
+
+    def _dispatch(self, conn: Connection, message: Any) -> None:
+        request_id, verb, body = check_request(message)
+        if not conn.greeted and verb != "hello":
+            raise ProtocolError(f"request {request_id} ({verb}) before hello")
+        try:
+            self._requests.handle(conn, request_id, verb, body)
+        except (ProtocolError, OSError):
+            raise
+        except NnrtError as exc:
+            conn.respond(request_id, *encode_error(exc))
+        except Exception as exc:
+            _log.exception("%s: request %d (%s) failed unexpectedly", conn, request_id, verb)
+            conn.respond(request_id, *encode_error(exc))
+
+    def _flush(self) -> None:
+        dirty = self._dirty
+        if not dirty:
+            return
+        for conn in list(dirty):
+            if conn.closed:
+                continue
+            try:
+                conn.flush()
+            except OSError as exc:
+                _log.info("%s: send failed, closing: %s", conn, exc)
+                self._close(conn)
+                continue
+            if conn.closing and not conn.out:
+                self._close(conn)
+                continue
+            conn.paused = len(conn.out) > _OUT_LIMIT
+            wanted = (0 if conn.paused or conn.closing else _READ) | (_WRITE if conn.out else 0)
+            if wanted != self._events[conn]:
+                self._events[conn] = wanted
+                self._selector.modify(conn.fileno, wanted, conn)
+        dirty.clear()
+
+    def _poll(self) -> None:
+        """While an execute runs: serve what the sockets have, without blocking."""
+        for key, mask in self._selector.select(0):
+            self._on_event(key.data, mask)
+        self._flush()
+
+    def _close(self, conn: Connection) -> None:
+        """End ``conn``: drop its queued requests, stop its running one, release its models."""
+        if conn.closed:
+            return
+        self.executor.forget(conn)
+        handles, conn.handles = conn.handles, {}
+        for handle in handles.values():
+            self.executor.release(handle.prepared)
+        self._selector.unregister(conn.fileno)
+        del self._connections[conn.fileno]
+        del self._events[conn]
+        self._dirty.discard(conn)
+        conn.close()
+
+    def close(self) -> None:
+        """Close every connection, the listener and the selector (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stopping = self.executor.stopping = True
+        for conn in list(self._connections.values()):
+            self._close(conn)
+        self.executor.close()
+        if self._listener is not None:
+            self._listener.close()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
