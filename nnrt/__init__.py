@@ -3,6 +3,9 @@
 This module only re-exports the public API.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from nnrt import reference as reference
 from nnrt.errors import BadData as BadData
 from nnrt.errors import BadState as BadState
@@ -26,11 +29,36 @@ from nnrt.model.types import OperandType as OperandType
 from nnrt.model.types import OperationType as OperationType
 from nnrt.model.types import PaddingCode as PaddingCode
 from nnrt.model.types import Priority as Priority
-from nnrt.runtime.runtime import CompiledModel as CompiledModel
-from nnrt.runtime.runtime import Runtime as Runtime
-from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
-from nnrt.runtime.sync import SyncRuntime as SyncRuntime
-from nnrt.runtime.sync import run_sync as run_sync
+
+if TYPE_CHECKING:
+    from nnrt.runtime.runtime import CompiledModel as CompiledModel
+    from nnrt.runtime.runtime import Runtime as Runtime
+    from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
+    from nnrt.runtime.sync import SyncRuntime as SyncRuntime
+    from nnrt.runtime.sync import run_sync as run_sync
+
+# The runtime (client side: anyio, pools) is imported on first use, so that driver worker
+# processes, which import nnrt's model and ops, never load client code (DESIGN.md §3).
+_LAZY = {
+    "CompiledModel": "nnrt.runtime.runtime",
+    "Runtime": "nnrt.runtime.runtime",
+    "RuntimeStatistics": "nnrt.runtime.stats",
+    "SyncRuntime": "nnrt.runtime.sync",
+    "run_sync": "nnrt.runtime.sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nnrt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 __version__ = "0.1.0"
 

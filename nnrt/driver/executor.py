@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from nnrt.driver.base import Cancelled, PreparedModel
 from nnrt.driver.connection import Connection
 from nnrt.driver.jobs import Job, JobQueue
@@ -29,11 +27,6 @@ __all__ = ["POLL_INTERVAL", "Executor"]
 POLL_INTERVAL = 0.001
 
 _log = logging.getLogger("nnrt.driver.service")
-_DTYPE_NAMES: dict[np.dtype[Any], str] = {
-    np.dtype(name): name for name in ("float32", "float16", "int32", "uint32", "uint8", "int8",
-                                      "int16", "uint16", "bool")}
-
-
 def _cancelled() -> dict[str, Any]:
     return {"message": "cancelled"}
 
@@ -111,7 +104,7 @@ class Executor:
             else:
                 timing = result.timing
                 status, body = Status.OK, {
-                    "outputs": [_encode_output(output) for output in result.outputs],
+                    "outputs": [encode_tensor(output) for output in result.outputs],
                     "timing": [timing.on_device_ns, timing.in_driver_ns]}
         except Cancelled:
             status, body = Status.MISSED_DEADLINE, _cancelled()
@@ -165,14 +158,6 @@ def release_now(prepared: PreparedModel) -> None:
         prepared.release()
     except Exception:
         _log.exception("releasing %r failed", prepared)
-
-
-def _encode_output(array: np.ndarray[Any, Any]) -> list[Any]:
-    """``encode_tensor`` without its slow part: ``dtype.name`` costs microseconds, so cache it."""
-    name = _DTYPE_NAMES.get(array.dtype)
-    if name is None:
-        return encode_tensor(array)
-    return [name, list(array.shape), array.tobytes()]  # tobytes() is C order, like the codec
 
 
 def _missed(job: Job) -> tuple[int, dict[str, Any]]:

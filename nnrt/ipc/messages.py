@@ -47,6 +47,9 @@ PROTOCOL_VERSION = 1
 _MAX_ID = 2**53
 _MAX_RANK = 16
 _DTYPES = {"float32", "float16", "int32", "uint32", "uint8", "int8", "int16", "uint16", "bool"}
+# dtype.name costs microseconds: look names and dtypes up in tables instead
+_DTYPE_OF: dict[str, np.dtype[Any]] = {name: np.dtype(name) for name in _DTYPES}
+_NAME_OF: dict[np.dtype[Any], str] = {dt: name for name, dt in _DTYPE_OF.items()}
 
 
 class Status:
@@ -140,9 +143,11 @@ def check_response(message: Any) -> tuple[int, int, dict[str, Any]]:
 # -- tensors ------------------------------------------------------------------------------------
 
 def encode_tensor(array: np.ndarray[Any, Any]) -> list[Any]:
-    """``[dtype, shape, bytes]`` for a C-contiguous copy of ``array``."""
-    arr = np.ascontiguousarray(array)
-    return [arr.dtype.name, list(arr.shape), arr.tobytes()]
+    """``[dtype, shape, bytes]`` for ``array`` (any rank, including 0-d)."""
+    name = _NAME_OF.get(array.dtype)
+    if name is None:
+        raise BadData(f"dtype {array.dtype} cannot cross the wire")
+    return [name, list(array.shape), array.tobytes()]
 
 
 def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:
@@ -150,14 +155,14 @@ def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:
     if not isinstance(value, list) or len(value) != 3:
         raise ProtocolError(f"{where}: a tensor must be [dtype, shape, bytes]")
     dtype, shape, data = value
-    if not isinstance(dtype, str) or dtype not in _DTYPES:
+    if not isinstance(dtype, str) or dtype not in _DTYPE_OF:
         raise ProtocolError(f"{where}: unsupported dtype {dtype!r}")
     if not isinstance(shape, list) or len(shape) > _MAX_RANK or not all(
             isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**31 for d in shape):
         raise ProtocolError(f"{where}: bad shape {shape!r}")
     if not isinstance(data, bytes):
         raise ProtocolError(f"{where}: tensor data must be bytes")
-    dt = np.dtype(dtype)
+    dt = _DTYPE_OF[dtype]
     if len(data) != math.prod(shape) * dt.itemsize:
         raise ProtocolError(f"{where}: {len(data)} bytes for shape {shape} of {dtype}")
     return np.frombuffer(data, dtype=dt).reshape(shape)

@@ -21,6 +21,7 @@ import nnrt
 from nnrt.ipc.framing import FrameReader, encode_frame, send_frame
 
 X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+EXPECTED = X + np.arange(1, 5, dtype=np.float32)
 
 CLIENT = textwrap.dedent("""
     import sys, anyio, numpy as np, nnrt
@@ -102,7 +103,7 @@ async def test_handles_are_scoped_to_their_connection(service: str) -> None:
     async with nnrt.Runtime(connect=service) as a, nnrt.Runtime(connect=service) as b:
         compiled = await a.compile(add_model())
         (y,) = await compiled.execute([X])
-        np.testing.assert_array_equal(y, X + [1, 2, 3, 4])
+        np.testing.assert_array_equal(y, EXPECTED)
         stolen = nnrt.CompiledModel(b, compiled.model, compiled.ref, compiled.priority)
         with pytest.raises(nnrt.BadData, match="unknown handle"):
             await stolen.execute([X])
@@ -176,6 +177,6 @@ def test_service_survives_a_client_vanishing_mid_request(service: str) -> None:
     async def use() -> None:
         async with nnrt.Runtime(connect=service) as rt:
             (y,) = await (await rt.compile(add_model())).execute([X])
-            np.testing.assert_array_equal(y, X + [1, 2, 3, 4])
+            np.testing.assert_array_equal(y, EXPECTED)
 
     anyio.run(use)

@@ -48,3 +48,22 @@ def test_no_pickle_anywhere() -> None:
     for path in ROOT.rglob("*.py"):
         names = _imports(path)
         assert "pickle" not in names and "cloudpickle" not in names, path
+
+
+def test_worker_process_imports_no_client_code() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, nnrt.driver.service, nnrt.drivers.reference, nnrt.model.wire; "
+            "bad = sorted(m for m in sys.modules if m.startswith(('nnrt.runtime', 'anyio'))); "
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.strip()
+    assert out == "[]", out
+
+
+def test_driver_layer_never_imports_runtime() -> None:
+    for package in ("driver", "drivers", "ipc"):
+        for path in (ROOT / package).rglob("*.py"):
+            for name in _imports(path):
+                assert not name.startswith(("nnrt.runtime", "nnrt.cli")), f"{path} -> {name}"
