@@ -18,6 +18,7 @@ import logging
 import selectors
 import socket
 import struct
+import time
 from typing import Any
 
 from nnrt.driver.base import Driver
@@ -44,6 +45,10 @@ _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 _UCRED = struct.Struct("3i")
 
 _log = logging.getLogger("nnrt.driver.service")
+
+
+#: Longest stretch of back-to-back executes before pending responses are sent.
+BATCH_SECONDS = 0.0005
 
 
 class Service:
@@ -103,10 +108,16 @@ class Service:
         while not self._stopping and (self._listener is not None or self._connections):
             for key, mask in select(0 if executor.pending else None):
                 self._on_event(key.data, mask)
-            self._flush()
             if executor.pending and not self._stopping:
-                executor.run_next()
-                self._flush()
+                # Run queued executes for a short while before answering: responses then leave
+                # in one send per connection (many small requests in flight), while a lone
+                # request is answered right after it ran.
+                until = time.monotonic() + BATCH_SECONDS
+                while executor.pending and not self._stopping:
+                    executor.run_next()
+                    if time.monotonic() >= until:
+                        break
+            self._flush()
 
     def _on_event(self, data: Any, mask: int) -> None:
         if data is _LISTENER:

@@ -40,12 +40,54 @@ class FramedSocket:
         self.closed = False
         #: Called once when :meth:`close` runs (lets a readiness-callback reader finish).
         self.on_close: Callable[[], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._flush_scheduled = False
+        self._writer_registered = False
+        self._drained: list[asyncio.Future[None]] = []
+
+    def use_asyncio(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Coalesce sends per event-loop iteration on ``loop`` (None: back to generic)."""
+        self._loop = loop
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled and self._loop is not None:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush_now)
+
+    def _flush_now(self) -> None:
+        """Send what the outbox holds; register for writability if the socket is full."""
+        self._flush_scheduled = False
+        if self.closed or self._loop is None:
+            return
+        if self._outbox:
+            try:
+                sent = self.sock.send(self._outbox)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self._outbox.clear()  # the reader sees the broken connection and fails all
+                sent = 0
+            del self._outbox[:sent]
+        if self._outbox and not self._writer_registered:
+            self._writer_registered = True
+            self._loop.add_writer(self.sock.fileno(), self._flush_now)
+        elif not self._outbox:
+            if self._writer_registered:
+                self._writer_registered = False
+                self._loop.remove_writer(self.sock.fileno())
+            drained, self._drained = self._drained, []
+            for future in drained:
+                if not future.done():
+                    future.set_result(None)
 
     async def send(self, message: Any, fds: Sequence[int] = ()) -> None:
         """Send one message (and ``fds`` attached to it); waits only if the socket is full."""
         if self.closed:
             raise UnavailableDevice("the connection is closed")
         frame = encode_frame(message, self.max_frame)
+        if self._loop is not None:
+            await self._send_asyncio(frame, fds)
+            return
         if fds:
             await self._flush()  # descriptors ride on the frame's first byte: nothing before it
             sent = self._try_send(frame, fds)
@@ -56,6 +98,23 @@ class FramedSocket:
         if sent < len(frame):
             self._outbox += memoryview(frame)[sent:]
             await self._flush()
+
+    async def _send_asyncio(self, frame: bytes, fds: Sequence[int]) -> None:
+        # Frames queued in one loop iteration leave in one send (call_soon flush).
+        if not fds:
+            self._outbox += frame
+            self._schedule_flush()
+            return
+        while self._outbox:  # descriptors ride on the frame's first byte: drain first
+            self._flush_now()
+            if self._outbox and self._loop is not None:
+                future: asyncio.Future[None] = self._loop.create_future()
+                self._drained.append(future)
+                await future
+        sent = self._try_send(frame, fds)
+        if sent < len(frame):
+            self._outbox += memoryview(frame)[sent:]
+            self._schedule_flush()
 
     def _try_send(self, frame: bytes, fds: Sequence[int]) -> int:
         try:
@@ -109,6 +168,13 @@ class FramedSocket:
         if self.closed:
             return
         self.closed = True
+        if self._writer_registered and self._loop is not None:
+            self._writer_registered = False
+            with contextlib.suppress(Exception):
+                self._loop.remove_writer(self.sock.fileno())
+        for future in self._drained:
+            if not future.done():
+                future.set_result(None)
         if self.on_close is not None:
             self.on_close()
         self.reader.close()
@@ -217,10 +283,12 @@ class RequestClient:
 
         framed.on_close = lambda: finish("the connection was closed")
         loop.add_reader(fd, readable)
+        framed.use_asyncio(loop)
         try:
             return await done
         finally:
             finish("the receive task ended")
+            framed.use_asyncio(None)
             self._loop = None
 
     def _on_message(self, message: Any) -> None:
