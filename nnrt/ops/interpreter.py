@@ -16,6 +16,7 @@ import numpy as np
 
 from nnrt.errors import BadData, BadState, NnrtError, OpFailed
 from nnrt.model.operand import dtype_of, is_scalar
+from nnrt.model.types import OperandType
 from nnrt.model.values import coerce_value, dims_compatible
 from nnrt.ops.context import ExecutionContext
 from nnrt.ops.registry import lookup
@@ -24,7 +25,6 @@ from nnrt.ops.support import check_supported
 if TYPE_CHECKING:
     from nnrt.model.model import Model
     from nnrt.model.operand import Operand
-    from nnrt.model.types import OperandType
 
 __all__ = ["ExecutionPlan", "InputBinder", "Inputs", "OperationStep", "bind_inputs",
            "execute_operation", "run"]
@@ -145,8 +145,8 @@ class InputBinder:
 class OperationStep:
     """One operation of a model with its static facts looked up once."""
 
-    __slots__ = ("_exact", "definition", "dims", "dtypes", "index", "operands", "operation",
-                 "outputs", "relaxed")
+    __slots__ = ("_exact", "_shape_key", "_shape_slots", "_shapes", "definition", "dims",
+                 "dtypes", "index", "operands", "operation", "outputs", "relaxed")
 
     def __init__(self, model: Model, op_index: int) -> None:
         op = model.operations[op_index]
@@ -165,6 +165,16 @@ class OperationStep:
         self.dims = tuple(operands[i].dims for i in op.outputs)
         # A fully specified declaration is compatible exactly with an equal shape.
         self._exact = tuple(bool(d) and all(x > 0 for x in d) for d in self.dims)
+        # Shape cache: when every non-constant input is a float tensor, prepare() depends only
+        # on those inputs' shapes (NNAPI derives shapes and parameter checks from constants,
+        # scalars and integer tensors, never from float tensor values), so its result can be
+        # reused while the shapes repeat.
+        dynamic = [slot for slot, k in enumerate(op.inputs)
+                   if not (operands[k].is_constant or operands[k].is_omitted)]
+        self._shape_slots: tuple[int, ...] | None = tuple(dynamic) if all(
+            operands[op.inputs[slot]].type in _SHAPE_ONLY_TYPES for slot in dynamic) else None
+        self._shape_key: tuple[tuple[int, ...], ...] | None = None
+        self._shapes: list[tuple[int, ...]] = []
 
     def context(self, values: Values) -> ExecutionContext:
         """An execution context reading operand values through ``values``."""
@@ -180,7 +190,16 @@ class OperationStep:
         """
         definition = self.definition
         try:
-            shapes = [tuple(map(int, s)) for s in definition.prepare(ctx)]
+            slots = self._shape_slots
+            if slots is not None:
+                key = tuple(ctx.shape(slot) for slot in slots)
+                if key == self._shape_key:
+                    shapes = self._shapes
+                else:
+                    shapes = [tuple(map(int, s)) for s in definition.prepare(ctx)]
+                    self._shape_key, self._shapes = key, shapes
+            else:
+                shapes = [tuple(map(int, s)) for s in definition.prepare(ctx)]
             ctx.output_shapes = shapes
             results = list(definition.execute(ctx))
         except NnrtError:
@@ -206,6 +225,9 @@ class OperationStep:
                          f"{declared}", output=slot)
             checked.append(arr)
         return checked
+
+
+_SHAPE_ONLY_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16})
 
 
 class _Frame:
