@@ -19,9 +19,10 @@ from nnrt.errors import BadData, BadState, OutputInsufficientSize
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import decode_tensor, encode_tensor
 from nnrt.model.model import Model
+from nnrt.model.operand import dtype_of
 from nnrt.model.types import ExecutionPreference, Priority
 from nnrt.model.wire import model_to_wire
-from nnrt.ops.interpreter import Inputs, bind_inputs
+from nnrt.ops.interpreter import InputBinder, Inputs
 from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
 from nnrt.runtime.stats import RuntimeStatistics
 
@@ -199,6 +200,9 @@ class CompiledModel:
         self.model = model
         self.ref = ref
         self.priority = priority
+        self._binder = InputBinder(model)
+        self._out_dtypes = tuple(dtype_of(model.operands[i].type) for i in model.outputs)
+        self._out_names = tuple(dt.name for dt in self._out_dtypes)
 
     @property
     def device(self) -> str:
@@ -216,8 +220,7 @@ class CompiledModel:
         if self.ref.released:
             raise BadState("this compiled model was released")
         backend = self.runtime._require_backend()
-        values = bind_inputs(self.model, inputs)
-        tensors = [encode_tensor(values[index]) for index in self.model.inputs]
+        tensors = [encode_tensor(arr) for arr in self._binder.bind(inputs)]
         sizes = self._output_sizes(outputs)
         reply = await backend.execute(self.ref, tensors, sizes, self.priority,
                                       _deadline(timeout))
@@ -233,8 +236,7 @@ class CompiledModel:
         if len(outputs) != len(self.model.outputs):
             raise BadData(f"expected {len(self.model.outputs)} output buffers, got "
                           f"{len(outputs)}")
-        for j, (buffer, index) in enumerate(zip(outputs, self.model.outputs, strict=True)):
-            expected = np.dtype(_dtype_name(self.model, index))
+        for j, (buffer, expected) in enumerate(zip(outputs, self._out_dtypes, strict=True)):
             if not isinstance(buffer, np.ndarray) or buffer.dtype != expected:
                 raise BadData(f"output {j}: expected an ndarray of {expected}")
             if not buffer.flags.c_contiguous or not buffer.flags.writeable:
@@ -243,14 +245,14 @@ class CompiledModel:
 
     def _decode(self, reply: dict[str, Any]) -> list[Array]:
         raw = reply.get("outputs")
-        if not isinstance(raw, list) or len(raw) != len(self.model.outputs):
+        names = self._out_names
+        if not isinstance(raw, list) or len(raw) != len(names):
             raise ProtocolError("execute reply has the wrong number of outputs")
         results = []
-        for j, (value, index) in enumerate(zip(raw, self.model.outputs, strict=True)):
-            arr = decode_tensor(value, f"output {j}")
-            if arr.dtype != np.dtype(_dtype_name(self.model, index)):
-                raise ProtocolError(f"output {j} has dtype {arr.dtype}")
-            results.append(arr.copy())
+        for j, value in enumerate(raw):
+            if not isinstance(value, list) or not value or value[0] != names[j]:
+                raise ProtocolError(f"output {j}: expected a {names[j]} tensor")
+            results.append(decode_tensor(value, f"output {j}").copy())
         return results
 
     async def release(self) -> None:
@@ -259,12 +261,6 @@ class CompiledModel:
         if backend is not None:
             await backend.release(self.ref)
         self.ref.released = True
-
-
-def _dtype_name(model: Model, index: int) -> str:
-    from nnrt.model.operand import dtype_of  # noqa: PLC0415
-
-    return dtype_of(model.operands[index].type).name
 
 
 def _write_into(buffer: Array, result: Array) -> Array:
