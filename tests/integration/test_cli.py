@@ -38,3 +38,10 @@ def test_docs_op_table_is_current() -> None:
 
     path = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
     assert path.read_text() == render_markdown(), "regenerate: nnrt ops --markdown > docs/ops.md"
+
+
+def test_drivers_lists_the_reference_driver() -> None:
+    result = _nnrt("drivers")
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("reference"))
+    assert "cpu" in line and "85 of 106" in line
