@@ -92,12 +92,22 @@ async def throughput(call: Call, concurrency: int, n: int) -> float:
     return per_task * concurrency / (time.perf_counter() - start)
 
 
+#: Per peer, the figures of every round: [p50, p99, rate@1, rate@8, rate@64].
+RESULTS: dict[str, list[list[float]]] = {}
+
+
 async def measure(name: str, call: Call, n: int, rows: list[str]) -> None:
     p50, p99 = await latency(call, n)
     rates = [await throughput(call, c, n) for c in (1, 8, 64)]
-    rows.append(f"| {name} | {p50 * 1e6:.0f} | {p99 * 1e6:.0f} | "
-                + " | ".join(f"{r:,.0f}" for r in rates) + " |")
+    RESULTS.setdefault(name, []).append([p50, p99, *rates])
+    rows.append(_row(name, [p50, p99, *rates]))
     print(rows[-1], flush=True)
+
+
+def _row(name: str, figures: list[float]) -> str:
+    p50, p99, *rates = figures
+    return (f"| {name} | {p50 * 1e6:.0f} | {p99 * 1e6:.0f} | "
+            + " | ".join(f"{r:,.0f}" for r in rates) + " |")
 
 
 async def echo_peer(n: int, rows: list[str]) -> None:
@@ -153,22 +163,33 @@ async def to_process_peer(workers: int, n: int, rows: list[str]) -> None:
     await measure(f"anyio.to_process.run_sync, {workers} worker(s)", call, n, rows)
 
 
-async def main(n: int) -> None:
+HEADER = ("| peer | p50 µs | p99 µs | req/s @1 | req/s @8 | req/s @64 |\n"
+          "|---|---:|---:|---:|---:|---:|")
+
+
+async def main(n: int, rounds: int) -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, numpy {np.__version__}, nnrt {nnrt.__version__}")
-    print("| peer | p50 µs | p99 µs | req/s @1 | req/s @8 | req/s @64 |")
-    print("|---|---:|---:|---:|---:|---:|")
-    rows: list[str] = []
-    await echo_peer(n, rows)
-    for workers in (1, 2):
-        await nnrt_peer(workers, n, rows)
-    for workers in (1, 2):
-        await pool_peer(workers, n, rows)
-    for workers in (1, 2):
-        await to_process_peer(workers, n, rows)
+    for round_ in range(rounds):
+        print(f"\nround {round_ + 1} of {rounds}\n{HEADER}")
+        rows: list[str] = []
+        await echo_peer(n, rows)
+        for workers in (1, 2):
+            await nnrt_peer(workers, n, rows)
+        for workers in (1, 2):
+            await pool_peer(workers, n, rows)
+        for workers in (1, 2):
+            await to_process_peer(workers, n, rows)
+    if rounds > 1:
+        print(f"\nmedian of {rounds} rounds (each figure separately)\n{HEADER}")
+        for name, figures in RESULTS.items():
+            print(_row(name, [statistics.median(column) for column in zip(*figures, strict=True)]))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=3000)
-    asyncio.run(main(parser.parse_args().requests))
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median "
+                        "of each figure is reported (this VM is noisy)")
+    args = parser.parse_args()
+    asyncio.run(main(args.requests, args.rounds))

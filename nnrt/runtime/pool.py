@@ -29,6 +29,9 @@ __all__ = ["PreparedKey", "WorkerPool", "WorkerSlot"]
 
 log = logging.getLogger("nnrt.runtime")
 
+#: Failed starts in a row, on every slot, after which requests fail instead of waiting.
+MAX_START_FAILURES = 3
+
 #: A compiled model as the pool knows it: (key, prepare request body).
 PreparedKey = tuple[int, dict[str, Any]]
 
@@ -44,6 +47,8 @@ class WorkerSlot:
         self.info: DriverInfo | None = None
         self.in_flight = 0
         self.restarts = 0
+        #: Consecutive failed attempts to start a worker (0 while one is serving).
+        self.failures = 0
         self._handles: dict[int, int] = {}
         self._preparing: dict[int, anyio.Event] = {}
 
@@ -55,19 +60,19 @@ class WorkerSlot:
     async def supervise(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run workers for this slot until the pool closes, restarting them when they die."""
         started = False
-        failures = 0
         while not self.pool.closing:
             try:
                 await self._serve_one(task_status if not started else None)
                 started = True
-                failures = 0
+                self.failures = 0
             except Exception as exc:
                 if not started:
                     raise
-                failures += 1
+                self.failures += 1
                 log.warning("worker %s[%d] failed to start: %s", self.pool.driver, self.index,
-                            exc)
-                await anyio.sleep(min(0.05 * 2**failures, 2.0))
+                            _root_cause(exc))
+                self.pool.wake()  # waiting requests fail if no worker can be started
+                await anyio.sleep(min(0.05 * 2**self.failures, 2.0))
             if not self.pool.closing:
                 self.restarts += 1
                 self.pool.restarts += 1
@@ -144,6 +149,13 @@ class WorkerSlot:
             self.process.kill()
 
 
+def _root_cause(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (task groups wrap what their tasks raise)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 class _Waiter:
     __slots__ = ("cancelled", "event", "slot")
 
@@ -192,8 +204,22 @@ class WorkerPool:
     async def _start_slot(self, tg: TaskGroup, slot: WorkerSlot) -> None:
         await tg.start(slot.supervise)
 
+    @property
+    def broken(self) -> bool:
+        """No worker is alive and every slot failed to start one several times in a row."""
+        return all(not s.alive and s.failures >= MAX_START_FAILURES for s in self.slots)
+
     def wake(self) -> None:
-        """Hand free capacity to waiting requests, highest priority first."""
+        """Hand free capacity to waiting requests, highest priority first.
+
+        If the pool is broken, waiting requests are woken without a slot and fail with
+        ``UnavailableDevice`` rather than wait for a worker that cannot start.
+        """
+        if self.broken:
+            waiters, self._waiters = self._waiters, []
+            for _, _, waiter in waiters:
+                waiter.event.set()
+            return
         while self._waiters:
             slot = self._free_slot()
             if slot is None:
@@ -215,6 +241,8 @@ class WorkerPool:
 
     async def acquire(self, priority: int, deadline: float | None) -> WorkerSlot:
         """A worker slot with capacity; waits in priority order (higher first, then FIFO)."""
+        if self.broken:
+            raise UnavailableDevice(f"no {self.driver} worker can be started (see the log)")
         if not self._waiters:
             slot = self._free_slot()
             if slot is not None:
@@ -234,8 +262,8 @@ class WorkerPool:
         finally:
             if waiter.slot is None:
                 waiter.cancelled = True
-        if waiter.slot is None:  # pragma: no cover - woken without a slot
-            raise UnavailableDevice(f"no {self.driver} worker available")
+        if waiter.slot is None:  # woken without a slot: the pool broke
+            raise UnavailableDevice(f"no {self.driver} worker can be started (see the log)")
         return waiter.slot
 
     def release(self, slot: WorkerSlot, *, ok: bool) -> None:

@@ -219,3 +219,27 @@ def test_sync_facade() -> None:
             (y,) = compiled.execute([X])
         np.testing.assert_array_equal(y, EXPECTED)
         assert rt.statistics().completed >= 3
+
+
+async def test_pool_that_cannot_restart_fails_fast_then_recovers(
+        tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = tmp_path / "broken"  # type: ignore[operator]
+    monkeypatch.setenv("NNRT_TEST_BROKEN_MARKER", str(marker))
+    async with nnrt.Runtime(drivers=["flaky_driver:factory"], workers=1) as rt:
+        compiled = await rt.compile(add_model())
+        pool = rt._backend.pools["flaky_driver:factory"]  # type: ignore[union-attr]
+        marker.write_text("x")
+        pool.slots[0].kill()
+        with anyio.fail_after(20):
+            while not pool.broken:
+                await anyio.sleep(0.05)
+        start = time.monotonic()
+        with pytest.raises(nnrt.UnavailableDevice, match="worker can be started"):
+            await compiled.execute([X])
+        assert time.monotonic() - start < 1.0
+        marker.unlink()
+        with anyio.fail_after(20):
+            while not pool.slots[0].alive:
+                await anyio.sleep(0.05)
+        (y,) = await compiled.execute([X])
+        np.testing.assert_array_equal(y, EXPECTED)
