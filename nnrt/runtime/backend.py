@@ -31,8 +31,10 @@ class CompiledRef:
 class EmbeddedBackend:
     """Worker pools per driver, scheduling compile and execute requests onto them."""
 
-    def __init__(self, drivers: Sequence[str], workers: dict[str, int], max_in_flight: int) -> None:
-        self.pools = {name: WorkerPool(name, workers[name], max_in_flight=max_in_flight)
+    def __init__(self, drivers: Sequence[str], workers: dict[str, int], max_in_flight: int,
+                 cancel_grace: float = 5.0) -> None:
+        self.pools = {name: WorkerPool(name, workers[name], max_in_flight=max_in_flight,
+                                       cancel_grace=cancel_grace)
                       for name in drivers}
         self._keys = itertools.count(1)
 

@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -229,6 +230,9 @@ class RequestClient:
         self._pending: dict[int, _Pending] = {}
         self.lost: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Executes we gave up on (cancelled, timed out) that the worker has not answered yet:
+        #: request id -> time.monotonic() when abandoned. The worker is still busy with them.
+        self.abandoned: dict[int, float] = {}
 
     @property
     def in_flight(self) -> int:
@@ -300,11 +304,14 @@ class RequestClient:
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
         pending = self._pending.pop(request_id, None)
-        if pending is not None:  # None: an answer to a request we gave up on
+        if pending is not None:
             pending.resolve(status, body)
+        else:  # the worker finished (or stopped) a request we gave up on
+            self.abandoned.pop(request_id, None)
 
     def _fail_all(self, reason: str) -> None:
         self.lost = reason
+        self.abandoned.clear()
         pending, self._pending = self._pending, {}
         for p in pending.values():
             p.resolve(Status.UNAVAILABLE_DEVICE, {"message": reason})
@@ -327,6 +334,7 @@ class RequestClient:
             await pending.wait()
         except BaseException:
             if self._pending.pop(request_id, None) is not None and verb == "execute":
+                self.abandoned[request_id] = time.monotonic()
                 await self._send_cancel(request_id)
             raise
         if pending.status != Status.OK:

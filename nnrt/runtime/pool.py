@@ -57,6 +57,19 @@ class WorkerSlot:
         """Whether a worker is connected and ready."""
         return self.client is not None and self.client.lost is None
 
+    @property
+    def load(self) -> int:
+        """Requests the worker is busy with: in flight plus abandoned but not yet stopped."""
+        client = self.client
+        return self.in_flight + (len(client.abandoned) if client is not None else 0)
+
+    def stuck_since(self) -> float | None:
+        """When the oldest request the worker has not stopped after a cancel was abandoned."""
+        client = self.client
+        if client is None or not client.abandoned:
+            return None
+        return min(client.abandoned.values())
+
     async def supervise(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run workers for this slot until the pool closes, restarting them when they die."""
         started = False
@@ -168,10 +181,13 @@ class _Waiter:
 class WorkerPool:
     """The workers of one driver and the priority queue of requests waiting for them."""
 
-    def __init__(self, driver: str, workers: int, *, max_in_flight: int = 16) -> None:
+    def __init__(self, driver: str, workers: int, *, max_in_flight: int = 16,
+                 cancel_grace: float = 5.0) -> None:
         self.driver = driver
         self.slots = [WorkerSlot(self, i) for i in range(workers)]
         self.max_in_flight = max_in_flight
+        #: Seconds a worker may take to stop a cancelled execution before it is killed.
+        self.cancel_grace = cancel_grace
         self.closing = False
         self.restarts = 0
         self.completed = 0
@@ -200,6 +216,26 @@ class WorkerPool:
         async with anyio.create_task_group() as starting:
             for slot in self.slots:
                 starting.start_soon(self._start_slot, tg, slot)
+        tg.start_soon(self._watchdog)
+
+    async def _watchdog(self) -> None:
+        """Kill a worker stuck inside one operation long after its execution was cancelled.
+
+        Cancellation stops an execution at the next operation boundary; a single operation
+        that runs on and on would keep the worker (and what is queued on it) busy. Killing it
+        fails only what it holds, and the slot restarts it.
+        """
+        period = min(max(self.cancel_grace / 4, 0.02), 0.5)
+        while not self.closing:
+            await anyio.sleep(period)
+            now = time.monotonic()
+            for slot in self.slots:
+                since = slot.stuck_since()
+                if since is not None and now - since > self.cancel_grace:
+                    log.warning("worker %s[%d] did not stop a cancelled execution within "
+                                "%.1f s: restarting it", self.driver, slot.index,
+                                self.cancel_grace)
+                    slot.kill()
 
     async def _start_slot(self, tg: TaskGroup, slot: WorkerSlot) -> None:
         await tg.start(slot.supervise)
@@ -234,8 +270,8 @@ class WorkerPool:
     def _free_slot(self) -> WorkerSlot | None:
         best: WorkerSlot | None = None
         for slot in self.slots:
-            if slot.alive and slot.in_flight < self.max_in_flight and (
-                    best is None or slot.in_flight < best.in_flight):
+            if slot.alive and slot.load < self.max_in_flight and (
+                    best is None or slot.load < best.load):
                 best = slot
         return best
 

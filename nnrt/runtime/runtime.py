@@ -64,12 +64,14 @@ class Runtime:
     ``async with nnrt.Runtime() as rt:`` starts a pool of ``workers`` processes per driver
     (embedded mode; default one per CPU) and stops and reaps them on exit, also when the body
     raises or is cancelled. ``Runtime(connect=PATH)`` uses the pools of an ``nnrt serve``
-    service instead.
+    service instead. ``max_in_flight`` bounds the requests sent to one worker (backpressure);
+    a worker that has not stopped a cancelled or timed-out execution ``cancel_grace`` seconds
+    later (one operation running on and on) is killed and restarted.
     """
 
     def __init__(self, *, drivers: Sequence[str] = ("reference",),
                  workers: int | Mapping[str, int] | None = None, connect: str | None = None,
-                 max_in_flight: int = 16) -> None:
+                 max_in_flight: int = 16, cancel_grace: float = 5.0) -> None:
         if not drivers:
             raise BadData("Runtime needs at least one driver")
         self._drivers = list(dict.fromkeys(drivers))
@@ -85,6 +87,10 @@ class Runtime:
                 raise BadData(f"workers for driver {name!r} must be at least 1, got {n}")
         if max_in_flight < 1:
             raise BadData(f"max_in_flight must be at least 1, got {max_in_flight}")
+        if not (isinstance(cancel_grace, int | float) and cancel_grace > 0):
+            raise BadData(f"cancel_grace must be a positive number of seconds, got "
+                          f"{cancel_grace!r}")
+        self._cancel_grace = float(cancel_grace)
         self._workers = per_driver
         self._connect = connect
         self._max_in_flight = max_in_flight
@@ -111,7 +117,8 @@ class Runtime:
             return self
         for name in self._drivers:
             load_driver(name)  # fail fast, in this process, with the list of known drivers
-        embedded = EmbeddedBackend(self._drivers, self._workers, self._max_in_flight)
+        embedded = EmbeddedBackend(self._drivers, self._workers, self._max_in_flight,
+                                   self._cancel_grace)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         try:

@@ -1,11 +1,15 @@
-"""A real driver whose factory refuses to start while a marker file exists (restart tests)."""
+"""Real test drivers: one that refuses to start on demand, one stuck inside a step."""
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Sequence
+from typing import Any
 
-from nnrt.driver.base import Driver
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.driver.base import Driver, ExecutionControl, PreparedModel, PrepareOptions
+from nnrt.drivers.reference import ReferenceDriver, ReferencePreparedModel
+from nnrt.model.model import Model
 
 
 def factory() -> Driver:
@@ -14,3 +18,18 @@ def factory() -> Driver:
     if marker and os.path.exists(marker):
         raise RuntimeError("flaky driver: refusing to start while the marker exists")
     return ReferenceDriver()
+
+
+class _StuckPreparedModel(ReferencePreparedModel):
+    """Runs the reference plan after blocking, inside one step, without polling for cancel."""
+
+    def _execute(self, inputs: list[Any], control: ExecutionControl) -> Sequence[Any]:
+        time.sleep(float(os.environ.get("NNRT_TEST_STUCK_SECONDS", "30")))
+        return super()._execute(inputs, control)
+
+
+class StuckDriver(ReferenceDriver):
+    """The reference driver whose executions sit in one uninterruptible step first."""
+
+    def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
+        return _StuckPreparedModel(model)

@@ -243,3 +243,26 @@ async def test_pool_that_cannot_restart_fails_fast_then_recovers(
                 await anyio.sleep(0.05)
         (y,) = await compiled.execute([X])
         np.testing.assert_array_equal(y, EXPECTED)
+
+
+async def test_worker_stuck_after_cancel_is_killed_and_requests_move_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NNRT_TEST_STUCK_SECONDS", "30")
+    async with nnrt.Runtime(drivers=["flaky_driver:StuckDriver"], workers=1,
+                            cancel_grace=0.5) as rt:
+        compiled = await rt.compile(add_model())
+        start = time.monotonic()
+        with pytest.raises(nnrt.DeadlineMissed):
+            await compiled.execute([X], timeout=0.2)
+        pool = rt._backend.pools["flaky_driver:StuckDriver"]  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            while pool.restarts < 1 or not pool.slots[0].alive:
+                await anyio.sleep(0.05)
+        assert time.monotonic() - start < 5  # killed after the grace, not after 30 s
+        monkeypatch.setenv("NNRT_TEST_STUCK_SECONDS", "0")  # the restarted worker inherits it
+        pool.slots[0].kill()  # restart once more so the new worker sees the new setting
+        with anyio.fail_after(10):
+            while pool.restarts < 2 or not pool.slots[0].alive:
+                await anyio.sleep(0.05)
+            (y,) = await compiled.execute([X])
+        np.testing.assert_array_equal(y, EXPECTED)
