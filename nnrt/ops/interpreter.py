@@ -192,7 +192,7 @@ class OperationStep:
         try:
             slots = self._shape_slots
             if slots is not None:
-                key = tuple(ctx.shape(slot) for slot in slots)
+                key = tuple([ctx.shape(slot) for slot in slots])
                 if key == self._shape_key:
                     shapes = self._shapes
                 else:
@@ -227,6 +227,7 @@ class OperationStep:
         return checked
 
 
+_MISSING = object()
 _SHAPE_ONLY_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16})
 
 
@@ -257,6 +258,13 @@ class _PlanContext(ExecutionContext):
         self._in_operands = tuple(step.operands[k] for k in self._in)
         self._in_types = tuple(o.type for o in self._in_operands)
         self._omitted = tuple(o.is_omitted for o in self._in_operands)
+        # Constant scalar parameters (activation codes, axes, ...) as Python values, once.
+        self._scalars: dict[int, Any] = {}
+        for i, o in enumerate(self._in_operands):
+            if o.is_constant and o.value is not None and o.value.ndim == 0 and o.type in (
+                    OperandType.INT32, OperandType.UINT32, OperandType.FLOAT32,
+                    OperandType.FLOAT16, OperandType.BOOL):
+                self._scalars[i] = self._to_python(o.type, o.value)
 
     def operand(self, i: int) -> Operand:
         return self._in_operands[i]
@@ -283,6 +291,9 @@ class _PlanContext(ExecutionContext):
         return shape
 
     def constant(self, i: int) -> Any:
+        scalar = self._scalars.get(i, _MISSING)
+        if scalar is not _MISSING:
+            return scalar
         arr = self.input(i)
         if arr is None:
             return None
@@ -311,6 +322,8 @@ class ExecutionPlan:
                 if constants[index] is None and operands[index].is_constant:
                     constants[index] = model.constant_value(index)
         self._constants = constants
+        self._inputs = model.inputs
+        self._outputs = model.outputs
         self._frame = _Frame()
         self._contexts = tuple(_PlanContext(step, self._frame) for step in self._steps)
         self._lock = threading.Lock()
@@ -321,8 +334,8 @@ class ExecutionPlan:
 
         ``check`` (optional) is called before each operation; it stops the execution by raising.
         """
-        if len(inputs) != len(self.model.inputs):
-            raise BadData(f"expected {len(self.model.inputs)} inputs, got {len(inputs)}")
+        if len(inputs) != len(self._inputs):
+            raise BadData(f"expected {len(self._inputs)} inputs, got {len(inputs)}")
         if self._lock.acquire(blocking=False):
             try:
                 return self._run(self._frame, self._contexts, inputs, check)
@@ -335,7 +348,7 @@ class ExecutionPlan:
     def _run(self, frame: _Frame, contexts: Sequence[ExecutionContext],
              inputs: Sequence[Array], check: Callable[[], None] | None) -> list[Array]:
         values = self._constants.copy()
-        for index, value in zip(self.model.inputs, inputs, strict=True):
+        for index, value in zip(self._inputs, inputs, strict=True):
             values[index] = value
         frame.slots = values
         try:
@@ -343,8 +356,13 @@ class ExecutionPlan:
                 for step, ctx in zip(self._steps, contexts, strict=True):
                     if check is not None:
                         check()
-                    for index, arr in zip(step.outputs, step.run(ctx), strict=True):
-                        values[index] = arr
+                    results = step.run(ctx)
+                    outputs = step.outputs
+                    if len(outputs) == 1:
+                        values[outputs[0]] = results[0]
+                    else:
+                        for index, arr in zip(outputs, results, strict=True):
+                            values[index] = arr
         finally:
             frame.slots = []  # keep no arrays alive between executions
-        return [values[i] for i in self.model.outputs]  # type: ignore[misc]
+        return [values[i] for i in self._outputs]  # type: ignore[misc]
