@@ -86,10 +86,12 @@ class EmbeddedBackend:
                       priority: int, deadline: float | None) -> dict[str, Any]:
         """Run one execution of ``ref`` on the least-loaded worker of its driver."""
         pool = self.pools[ref.driver]
-        slot = await pool.acquire(priority, deadline)
+        slot = pool.try_acquire() or await pool.acquire(priority, deadline)
         ok = False
         try:
-            handle = await slot.ensure_prepared(ref.key)
+            handle = slot.handle_of(ref.key[0])
+            if handle is None:
+                handle = await slot.ensure_prepared(ref.key)
             body: dict[str, Any] = {"handle": handle, "inputs": inputs, "priority": priority}
             if deadline is not None:
                 body["deadline"] = deadline

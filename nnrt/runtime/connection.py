@@ -81,6 +81,13 @@ class FramedSocket:
                 if not future.done():
                     future.set_result(None)
 
+    def send_coalesced(self, message: Any) -> bool:
+        """Queue ``message`` without waiting (asyncio mode only); False if not possible."""
+        if self._loop is None or self.closed:
+            return False
+        self._send_frame_coalesced(encode_frame(message, self.max_frame))
+        return True
+
     async def send(self, message: Any, fds: Sequence[int] = ()) -> None:
         """Send one message (and ``fds`` attached to it); waits only if the socket is full."""
         if self.closed:
@@ -101,16 +108,8 @@ class FramedSocket:
             await self._flush()
 
     async def _send_asyncio(self, frame: bytes, fds: Sequence[int]) -> None:
-        # The first frame of a loop iteration leaves at once (lowest latency); frames queued
-        # after it in the same iteration leave together in one send (the call_soon flush).
         if not fds:
-            if not self._outbox and not self._flush_scheduled:
-                sent = self._try_send(frame, ())
-                if sent < len(frame):
-                    self._outbox += memoryview(frame)[sent:]
-            else:
-                self._outbox += frame
-            self._schedule_flush()
+            self._send_frame_coalesced(frame)
             return
         while self._outbox:  # descriptors ride on the frame's first byte: drain first
             self._flush_now()
@@ -122,6 +121,17 @@ class FramedSocket:
         if sent < len(frame):
             self._outbox += memoryview(frame)[sent:]
             self._schedule_flush()
+
+    def _send_frame_coalesced(self, frame: bytes) -> None:
+        # The first frame of a loop iteration leaves at once (lowest latency); frames queued
+        # after it in the same iteration leave together in one send (the call_soon flush).
+        if not self._outbox and not self._flush_scheduled:
+            sent = self._try_send(frame, ())
+            if sent < len(frame):
+                self._outbox += memoryview(frame)[sent:]
+        else:
+            self._outbox += frame
+        self._schedule_flush()
 
     def _try_send(self, frame: bytes, fds: Sequence[int]) -> int:
         try:
@@ -330,7 +340,8 @@ class RequestClient:
         pending = _Pending(loop.create_future() if loop is not None else None)
         self._pending[request_id] = pending
         try:
-            await self.framed.send([request_id, verb, body], fds)
+            if fds or not self.framed.send_coalesced([request_id, verb, body]):
+                await self.framed.send([request_id, verb, body], fds)
             await pending.wait()
         except BaseException:
             if self._pending.pop(request_id, None) is not None and verb == "execute":

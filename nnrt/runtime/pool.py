@@ -146,6 +146,10 @@ class WorkerSlot:
         """A request to this slot's current worker."""
         return await self._require_client().request(verb, body)
 
+    def handle_of(self, model_key: int) -> int | None:
+        """This worker's handle for ``model_key`` if it is prepared here already."""
+        return self._handles.get(model_key)
+
     def forget(self, model_key: int) -> int | None:
         """Drop and return this worker's handle for ``model_key``, if any."""
         return self._handles.pop(model_key, None)
@@ -275,15 +279,22 @@ class WorkerPool:
                 best = slot
         return best
 
+    def try_acquire(self) -> WorkerSlot | None:
+        """A slot with capacity right now (nobody waiting before us), or None."""
+        if self._waiters or self.broken:
+            return None
+        slot = self._free_slot()
+        if slot is not None:
+            slot.in_flight += 1
+        return slot
+
     async def acquire(self, priority: int, deadline: float | None) -> WorkerSlot:
         """A worker slot with capacity; waits in priority order (higher first, then FIFO)."""
         if self.broken:
             raise UnavailableDevice(f"no {self.driver} worker can be started (see the log)")
-        if not self._waiters:
-            slot = self._free_slot()
-            if slot is not None:
-                slot.in_flight += 1
-                return slot
+        slot = self.try_acquire()
+        if slot is not None:
+            return slot
         waiter = _Waiter()
         heapq.heappush(self._waiters, (-priority, next(self._seq), waiter))
         try:
