@@ -49,11 +49,15 @@ class Job:
         return self.seq < other.seq
 
 
+# Heap entries are (-priority, seq, job): compared in C, never reaching Job.__lt__ (seq unique).
+_Entry = tuple[int, int, Job]
+
+
 class JobQueue:
     """Pending jobs, highest priority first, then first come first served."""
 
     def __init__(self) -> None:
-        self._heap: list[Job] = []
+        self._heap: list[_Entry] = []
         self._seq = 0
         self._live = 0
         self._earliest = float("inf")
@@ -66,7 +70,7 @@ class JobQueue:
         """Queue ``job`` behind every job of the same or higher priority."""
         self._seq += 1
         job.seq = self._seq
-        heapq.heappush(self._heap, job)
+        heapq.heappush(self._heap, (-job.priority, job.seq, job))
         self._live += 1
         if job.deadline is not None and job.deadline < self._earliest:
             self._earliest = job.deadline
@@ -83,14 +87,14 @@ class JobQueue:
         job.inputs = []
         self._live -= 1
         if len(self._heap) > 2 * self._live + 64:
-            self._heap = [queued for queued in self._heap if not queued.done]
+            self._heap = [entry for entry in self._heap if not entry[2].done]
             heapq.heapify(self._heap)
 
     def pop(self) -> Job | None:
         """The next job to run, or None when nothing is waiting."""
         heap = self._heap
         while heap:
-            job = heapq.heappop(heap)
+            job = heapq.heappop(heap)[2]
             if not job.done:
                 self._live -= 1
                 return job
@@ -103,7 +107,7 @@ class JobQueue:
             return []
         expired = []
         earliest = float("inf")
-        for job in list(self._heap):  # discard() may compact the heap
+        for _, _, job in list(self._heap):  # discard() may compact the heap
             if job.done or job.deadline is None:
                 continue
             if job.deadline <= now:
