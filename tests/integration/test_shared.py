@@ -46,6 +46,11 @@ CLIENT = textwrap.dedent("""
 """)
 
 
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[str]:
     path = str(tmp_path / "nnrt.sock")
