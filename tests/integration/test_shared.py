@@ -185,3 +185,55 @@ def test_service_survives_a_client_vanishing_mid_request(service: str) -> None:
             np.testing.assert_array_equal(y, EXPECTED)
 
     anyio.run(use)
+
+
+def _children_of(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(p) for p in (task / "children").read_text().split())
+    return found
+
+
+def _exited(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")  # a zombie has exited (its reaper is not us)
+
+
+def test_service_killed_clients_fail_fast_and_workers_exit(tmp_path: Path) -> None:
+    path = str(tmp_path / "doomed.sock")
+    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
+                             "--workers", "2"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        workers = _children_of(proc.pid)
+        assert len(workers) == 2
+
+        async def client() -> None:
+            async with nnrt.Runtime(connect=path) as rt:
+                compiled = await rt.compile(add_model())
+                await compiled.execute([X])
+                proc.kill()
+                proc.wait()
+                start = time.monotonic()
+                with pytest.raises(nnrt.UnavailableDevice):
+                    with anyio.fail_after(5):
+                        while True:  # the first call may race the kill; none may hang
+                            await compiled.execute([X])
+                assert time.monotonic() - start < 5
+
+        anyio.run(client)
+        deadline = time.monotonic() + 10
+        while not all(_exited(pid) for pid in workers):
+            assert time.monotonic() < deadline, "workers outlived their service"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
