@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-import sniffio
 
 from nnrt.errors import UnavailableDevice
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, FrameReader, ProtocolError, encode_frame
@@ -200,6 +199,15 @@ class FramedSocket:
         self.sock.close()
 
 
+def _running_asyncio() -> bool:
+    """Whether the current task runs on an asyncio event loop (else trio or another backend)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class _Pending:
     __slots__ = ("body", "event", "future", "status")
 
@@ -253,7 +261,7 @@ class RequestClient:
         """Receive responses until the connection ends, then fail what is pending."""
         reason = "the worker closed the connection"
         try:
-            if sniffio.current_async_library() == "asyncio":
+            if _running_asyncio():
                 reason = await self._run_asyncio()
             else:
                 await self.framed.receive_loop(self._on_message)

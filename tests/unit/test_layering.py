@@ -67,3 +67,21 @@ def test_driver_layer_never_imports_runtime() -> None:
         for path in (ROOT / package).rglob("*.py"):
             for name in _imports(path):
                 assert not name.startswith(("nnrt.runtime", "nnrt.cli")), f"{path} -> {name}"
+
+
+def test_only_declared_runtime_dependencies_are_imported() -> None:
+    import sys
+    import tomllib
+
+    project = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]
+    declared = {dep.split(">")[0].split("=")[0].split("<")[0].strip().lower().replace("-", "_")
+                for dep in project["dependencies"]}
+    allowed = declared | set(sys.stdlib_module_names) | {"nnrt", "__future__"}
+    optional = {"onnx", "onnxruntime"}  # extras, imported only inside nnrt.onnx
+    problems = []
+    for path in ROOT.rglob("*.py"):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top not in allowed and not (top in optional and "onnx" in path.parts):
+                problems.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not problems, f"undeclared runtime imports: {problems}"
