@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -362,7 +363,9 @@ def test_max_frame_bounds_requests_and_responses() -> None:
         _, status, body = client.receive()
         assert status == Status.RESOURCE_EXHAUSTED and "maximum frame" in body["message"]
         assert client.call("ping") == (Status.OK, {})
-        client.execute(handle, [np.ones((1, 1 << 15), np.float32)])  # a 128 KiB request
+        # a 128 KiB request: the worker may close the connection while it is still being sent
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            client.execute(handle, [np.ones((1, 1 << 15), np.float32)])
         assert client.closed_by_peer()
         assert worker.wait() == 0
 
