@@ -27,7 +27,7 @@ from nnrt.model.types import FusedActivation, OperandType, OperationType
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.fused import apply_activation
 from nnrt.ops.registry import OperationDef, Shape, add_definition
-from nnrt.ops.shapes import broadcast_shapes
+from nnrt.ops.shapes import broadcast_inputs, expect_typed_pair
 
 T = OperandType
 
@@ -42,9 +42,7 @@ Array = np.ndarray[Any, Any]
 
 def _validate(ctx: OperationContext) -> None:
     ctx.expect_counts(3, 1)
-    t = ctx.expect_type(INPUT1, *_TYPES)
-    ctx.expect_type(INPUT2, *_TYPES)
-    ctx.expect_same_type(INPUT2, INPUT1)
+    t = expect_typed_pair(ctx, *_TYPES)
     ctx.expect_activation(ACTIVATION)
     ctx.expect_output_like_input(0, INPUT1)
     for i in (INPUT1, INPUT2):
@@ -54,7 +52,7 @@ def _validate(ctx: OperationContext) -> None:
 
 
 def _prepare(ctx: OperationContext) -> list[Shape]:
-    return [broadcast_shapes(ctx, ctx.shape(INPUT1), ctx.shape(INPUT2))]
+    return broadcast_inputs(ctx)
 
 
 def _int_div(a: Array, b: Array) -> Array:
@@ -111,16 +109,14 @@ def _check_max_min_ranks(ctx: OperationContext) -> None:
 
 def _validate_max_min(ctx: OperationContext) -> None:
     ctx.expect_counts(2, 1)
-    ctx.expect_type(INPUT1, *_TYPES)
-    ctx.expect_type(INPUT2, *_TYPES)
-    ctx.expect_same_type(INPUT2, INPUT1)
+    expect_typed_pair(ctx, *_TYPES)
     ctx.expect_output_like_input(0, INPUT1)
     _check_max_min_ranks(ctx)
 
 
 def _prepare_max_min(ctx: OperationContext) -> list[Shape]:
     _check_max_min_ranks(ctx)
-    return [broadcast_shapes(ctx, ctx.shape(INPUT1), ctx.shape(INPUT2))]
+    return broadcast_inputs(ctx)
 
 
 def _execute_max_min(ctx: ExecutionContext) -> list[Array]:
@@ -139,16 +135,14 @@ def _check_pow_ranks(ctx: OperationContext) -> None:
 
 def _validate_pow(ctx: OperationContext) -> None:
     ctx.expect_counts(2, 1)
-    ctx.expect_type(INPUT1, *_POW_TYPES)
-    ctx.expect_type(INPUT2, *_POW_TYPES)
-    ctx.expect_same_type(INPUT2, INPUT1)
+    expect_typed_pair(ctx, *_POW_TYPES)
     ctx.expect_output_like_input(0, INPUT1)
     _check_pow_ranks(ctx)
 
 
 def _prepare_pow(ctx: OperationContext) -> list[Shape]:
     _check_pow_ranks(ctx)
-    return [broadcast_shapes(ctx, ctx.shape(INPUT1), ctx.shape(INPUT2))]
+    return broadcast_inputs(ctx)
 
 
 def _execute_pow(ctx: ExecutionContext) -> list[Array]:

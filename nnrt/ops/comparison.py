@@ -29,7 +29,7 @@ import numpy as np
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.registry import OperationDef, Shape, add_definition
-from nnrt.ops.shapes import broadcast_shapes
+from nnrt.ops.shapes import broadcast_inputs, expect_typed_pair
 
 T = OperandType
 Op = OperationType
@@ -69,16 +69,14 @@ def _check_binary_ranks(ctx: OperationContext) -> None:
 def _validate_compare(ctx: OperationContext) -> None:
     ctx.expect_counts(2, 1)
     types = _COMPARE_TYPES if ctx.op_type in _COMPARISONS else (T.TENSOR_BOOL8,)
-    ctx.expect_type(INPUT1, *types)
-    ctx.expect_type(INPUT2, *types)
-    ctx.expect_same_type(INPUT2, INPUT1)
+    expect_typed_pair(ctx, *types)
     ctx.expect_output_type(0, T.TENSOR_BOOL8)
     _check_binary_ranks(ctx)
 
 
 def _prepare_compare(ctx: OperationContext) -> list[Shape]:
     _check_binary_ranks(ctx)
-    return [broadcast_shapes(ctx, ctx.shape(INPUT1), ctx.shape(INPUT2))]
+    return broadcast_inputs(ctx)
 
 
 def _execute_compare(ctx: ExecutionContext) -> list[Array]:
