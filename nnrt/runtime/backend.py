@@ -59,25 +59,20 @@ class EmbeddedBackend:
 
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
                       devices: Sequence[str] | None, deadline: float | None) -> CompiledRef:
-        """Choose the first device that supports every operation and prepare there."""
+        """Prepare on the first device whose driver supports every operation."""
         body = {"model": wire_model, "preference": preference, "priority": priority}
         reasons = []
         for pool in self._pools_for(devices):
             slot = await pool.acquire(priority, deadline)
             ok = False
             try:
-                reply = await slot.request("supported", {"model": wire_model})
-                supported = reply.get("supported")
-                if not isinstance(supported, list) or not all(supported):
-                    missing = ([i for i, s in enumerate(supported) if not s]
-                               if isinstance(supported, list) else "?")
-                    reasons.append(f"{pool.driver} does not support operations {missing}")
-                    ok = True
-                    continue
                 key: PreparedKey = (next(self._keys), body)
-                await slot.ensure_prepared(key)
+                await slot.ensure_prepared(key)  # the driver refuses what it cannot run
                 ok = True
                 return CompiledRef(pool.driver, key)
+            except Unsupported as exc:
+                ok = True  # answered properly; try the next device
+                reasons.append(f"{pool.driver}: {exc}")
             finally:
                 pool.release(slot, ok=ok)
         raise Unsupported("no device can run the whole model: " + "; ".join(reasons))
