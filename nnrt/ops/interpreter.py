@@ -26,12 +26,10 @@ if TYPE_CHECKING:
     from nnrt.model.model import Model
     from nnrt.model.operand import Operand
 
-__all__ = ["ExecutionPlan", "InputBinder", "Inputs", "OperationStep", "bind_inputs",
-           "execute_operation", "run"]
+__all__ = ["ExecutionPlan", "InputBinder", "Inputs", "OperationStep", "run"]
 
 Inputs = Sequence[Any] | Mapping[int | str, Any]
 Array = np.ndarray[Any, Any]
-Values = Callable[[int], "Array | None"]
 
 
 def run(model: Model, inputs: Inputs) -> list[Array]:
@@ -46,28 +44,6 @@ def run(model: Model, inputs: Inputs) -> list[Array]:
     check_supported(model)
     plan = ExecutionPlan(model)
     return plan.execute(plan.binder.bind(inputs))
-
-
-def bind_inputs(model: Model, inputs: Inputs) -> dict[int, Array]:
-    """Check ``inputs`` against the model's input operands; return operand index → array."""
-    return dict(zip(model.inputs, InputBinder(model).bind(inputs), strict=True))
-
-
-def execute_operation(model: Model, op_index: int, values: dict[int, Array]) -> None:
-    """Run operation ``op_index``, reading inputs from and writing outputs into ``values``.
-
-    Call it under ``np.errstate(all="ignore")``: float overflow and invalid results are NNAPI
-    semantics (inf, NaN), not errors.
-    """
-    step = OperationStep(model, op_index)
-
-    def value_of(index: int) -> Array | None:
-        if index in values:
-            return values[index]
-        return model.constant_value(index)
-
-    for index, arr in zip(step.outputs, step.run(step.context(value_of)), strict=True):
-        values[index] = arr
 
 
 class _InputSlot:
@@ -176,10 +152,6 @@ class OperationStep:
         self._shape_key: tuple[tuple[int, ...], ...] | None = None
         self._shapes: list[tuple[int, ...]] = []
 
-    def context(self, values: Values) -> ExecutionContext:
-        """An execution context reading operand values through ``values``."""
-        return ExecutionContext(self.operands, self.operation, self.index, self.definition,
-                                values, relaxed=self.relaxed)
 
     def run(self, ctx: ExecutionContext) -> list[Array]:
         """Prepare and execute the kernel in ``ctx``; return the checked output arrays.
