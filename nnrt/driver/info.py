@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -146,20 +146,19 @@ class PrepareOptions:
                               f"{value!r:.80}") from None
 
 
-@dataclass(frozen=True)
-class Timing:
+class Timing(NamedTuple):
     """How long an execution took, in nanoseconds (NNAPI ``Timing``).
 
     ``on_device_ns`` covers the driver's own computation, ``in_driver_ns`` the whole call
-    including input checks and bookkeeping.
+    including input checks and bookkeeping. (A named tuple: built once per execution, it must
+    be cheap.)
     """
 
     on_device_ns: int
     in_driver_ns: int
 
 
-@dataclass(frozen=True)
-class ExecutionResult:
+class ExecutionResult(NamedTuple):
     """The outputs of one execution, in model output order, and its timing."""
 
     outputs: list[np.ndarray[Any, Any]]

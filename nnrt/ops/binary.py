@@ -12,8 +12,11 @@ NNAPI signatures:
   rank ≤ 4, broadcastable; output 0 of that type. Follows C ``pow`` (negative base with a
   non-integer exponent gives NaN, ``0 ** negative`` gives inf).
 
-Float kernels compute in float64 and round once to the output type. Quantised MAXIMUM / MINIMUM
-validate but are not implemented by the reference kernels.
+Float kernels compute in float64 and round once to the output type, except that ADD, SUB, MUL
+and DIV compute in their float type directly: those IEEE operations are correctly rounded, and
+float64 (float32 for float16) holds more than twice the significand bits, so rounding the wider
+result once gives the very same value — without three conversions per operation. Quantised
+MAXIMUM / MINIMUM validate but are not implemented by the reference kernels.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
             ctx.fail("integer division by zero", input=INPUT2)
         return [_INT_FUNCS[ctx.op_type](a.astype(np.int64), b.astype(np.int64))
                 .astype(np.int32)]
-    result = _FLOAT_FUNCS[ctx.op_type](a.astype(np.float64), b.astype(np.float64))
+    result = _FLOAT_FUNCS[ctx.op_type](a, b)  # correctly rounded: see the module docstring
     return [apply_activation(result, activation)]
 
 
