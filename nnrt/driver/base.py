@@ -207,9 +207,10 @@ class PreparedModel(abc.ABC):
         """Whether :meth:`release` has been called."""
         return self._released
 
-    def execute(self, inputs: Sequence[Array], *, output_sizes: Sequence[int] | None = None,
-                deadline: float | None = None, should_stop: Callable[[], bool] | None = None
-                ) -> ExecutionResult:
+    def execute(self, inputs: Sequence[Array], *,
+                outputs: Sequence[Array | None] | None = None,
+                output_sizes: Sequence[int] | None = None, deadline: float | None = None,
+                should_stop: Callable[[], bool] | None = None) -> ExecutionResult:
         """Run the model on ``inputs`` (model input order) and return outputs and timing.
 
         Inputs are checked like ``nnrt.reference.run`` checks them (count, dtype, range, shape):
@@ -218,6 +219,14 @@ class PreparedModel(abc.ABC):
         between operations: true stops the execution with :class:`Cancelled`. ``output_sizes``
         are the caller's output buffer capacities in bytes: an output needing more raises
         ``OutputInsufficientSize`` carrying every output's actual shape.
+
+        ``outputs`` (one entry per model output) are the caller's destinations: None, or a
+        writable C-contiguous ndarray whose bytes receive that output (C order; its dtype does
+        not matter) — ``BadData`` naming ``outputs[j]`` otherwise. The result's ``outputs[j]`` is
+        then an array in that memory (its first ``nbytes``, with the actual shape and dtype);
+        an output that does not fit is ``OutputInsufficientSize`` as above. ``output_sizes``
+        still apply to outputs without a destination. Drivers see the destinations as
+        ``ExecutionControl.outputs`` and may compute into them (then nothing is copied).
         """
         start = time.perf_counter_ns()
         if self._released:
@@ -225,6 +234,9 @@ class PreparedModel(abc.ABC):
                            "been released")
         control = ExecutionControl(deadline, should_stop)
         sizes = self._outputs.check_sizes(output_sizes)
+        if outputs is not None:
+            buffers = self._outputs.check_destinations(outputs)
+            control.outputs = self._outputs.typed_destinations(buffers)
         arrays = self._binder.bind(inputs)
         control.check_deadline("before the execution started")
         device_start = time.perf_counter_ns()
@@ -236,8 +248,11 @@ class PreparedModel(abc.ABC):
             raise OpFailed(f"driver {self._driver_name}: execute failed: {exc!r}") from exc
         device_ns = time.perf_counter_ns() - device_start
         control.check_deadline("during the execution")
-        outputs = self._outputs.check(results, sizes)
-        return ExecutionResult(outputs, Timing(device_ns, time.perf_counter_ns() - start))
+        if outputs is None:
+            arrays = self._outputs.check(results, sizes)
+        else:
+            arrays = self._outputs.place(results, sizes, buffers, control.outputs)
+        return ExecutionResult(arrays, Timing(device_ns, time.perf_counter_ns() - start))
 
     def release(self) -> None:
         """Free the driver's resources for this model; later executions raise ``BadState``."""
@@ -256,7 +271,11 @@ class PreparedModel(abc.ABC):
 
     @abc.abstractmethod
     def _execute(self, inputs: list[Array], control: ExecutionControl) -> Sequence[Array]:
-        """Compute the outputs from checked inputs; call ``control.check()`` between ops."""
+        """Compute the outputs from checked inputs; call ``control.check()`` between ops.
+
+        ``control.outputs`` (when not None) offers typed destinations to compute outputs into;
+        returning that very array spares a copy.
+        """
 
     def _release(self) -> None:  # noqa: B027 - optional hook, nothing to free by default
         """Free driver resources (called once)."""

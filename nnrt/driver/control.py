@@ -2,7 +2,8 @@
 
 A driver's ``_execute`` hook calls :meth:`ExecutionControl.check` between operations (or
 whatever units of work it has); the check raises ``DeadlineMissed`` once the deadline has passed
-and :class:`Cancelled` once ``should_stop()`` returns true.
+and :class:`Cancelled` once ``should_stop()`` returns true. It also carries the caller's output
+destinations (:attr:`ExecutionControl.outputs`) for drivers that can write results in place.
 """
 
 from __future__ import annotations
@@ -10,10 +11,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from nnrt.errors import BadData, DeadlineMissed, NnrtError, OpFailed
 
 __all__ = ["Cancelled", "ExecutionControl"]
+
+Array = np.ndarray[Any, Any]
 
 
 class Cancelled(OpFailed):
@@ -24,9 +30,17 @@ class Cancelled(OpFailed):
 
 
 class ExecutionControl:
-    """The deadline (absolute ``time.monotonic()`` seconds) and stop poll of one execution."""
+    """The deadline (absolute ``time.monotonic()`` seconds) and stop poll of one execution.
 
-    __slots__ = ("_deadline", "_should_stop")
+    :attr:`outputs` is None when the caller gave no output destinations; otherwise a tuple with
+    one entry per model output: a writable array in the caller's buffer, typed and shaped as the
+    output's statically inferred shape, or None (no destination, the shape is not fully known
+    before running, or it does not fit). A driver may compute an output straight into its entry
+    (``np.add(a, b, out=dest)``) and return that array; it never has to — ``execute`` copies
+    whatever the driver returns into the caller's buffer.
+    """
+
+    __slots__ = ("_deadline", "_should_stop", "outputs")
 
     def __init__(self, deadline: float | None = None,
                  should_stop: Callable[[], bool] | None = None) -> None:
@@ -39,6 +53,8 @@ class ExecutionControl:
                           f"{type(should_stop).__name__}")
         self._deadline = None if deadline is None else float(deadline)
         self._should_stop = should_stop
+        #: Per model output, a typed in-place destination or None; None when there are none.
+        self.outputs: tuple[Array | None, ...] | None = None
 
     @property
     def active(self) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 
 import nnrt
 from nnrt import OperationType
+from nnrt.driver.base import ExecutionControl, PreparedModel
 from nnrt.drivers.reference import ReferenceDriver
 
 
@@ -59,3 +60,34 @@ class CrashingDriver(ReferenceDriver):
 
     def _prepare(self, model: nnrt.Model, options: Any, cache: Any) -> Any:
         raise RuntimeError("compiler crashed")
+
+
+class DoublingPrepared(PreparedModel):
+    """Runs only ``chain(1)`` models (``x + x``), computing into ``control.outputs`` if asked.
+
+    Keeps what it was offered (``offered``) and what it returned (``returned``) per execution.
+    """
+
+    def __init__(self, model: nnrt.Model, *, in_place: bool) -> None:
+        super().__init__(model, driver_name="doubling")
+        self.in_place = in_place
+        self.offered: list[tuple[Any, ...] | None] = []
+        self.returned: list[np.ndarray[Any, Any]] = []
+
+    def _execute(self, inputs: list[np.ndarray[Any, Any]],
+                 control: ExecutionControl) -> list[np.ndarray[Any, Any]]:
+        self.offered.append(control.outputs)
+        dest = control.outputs[0] if self.in_place and control.outputs is not None else None
+        result = np.add(inputs[0], inputs[0], out=dest)
+        self.returned.append(result)
+        return [result]
+
+
+class DoublingDriver(ReferenceDriver):
+    """Prepares ``chain(1)`` models as :class:`DoublingPrepared` (in place unless told not to)."""
+
+    def __init__(self, *, in_place: bool = True) -> None:
+        self.in_place = in_place
+
+    def _prepare(self, model: nnrt.Model, options: Any, cache: Any) -> DoublingPrepared:
+        return DoublingPrepared(model, in_place=self.in_place)
