@@ -3,7 +3,8 @@
 It is the executable specification behind ``nnrt.reference.run`` served as a driver: its
 prepared model keeps an :class:`~nnrt.ops.interpreter.ExecutionPlan` (definitions, operand
 indices and constants looked up once), so a tiny model runs with a few µs of overhead, with
-exactly the results and errors of ``nnrt.reference.run``.
+exactly the results and errors of ``nnrt.reference.run``. Given output destinations, the
+operations that can (ADD, SUB, MUL, DIV on floats) compute model outputs straight into them.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class ReferencePreparedModel(PreparedModel):
         if plan is None:  # released meanwhile by another thread
             raise nnrt.BadState("execute: this prepared model of driver reference has been "
                                 "released")
-        return plan.execute(inputs, control.check if control.active else None)
+        return plan.execute(inputs, control.check if control.active else None, control.outputs)
 
     def _release(self) -> None:
         self._plan = None

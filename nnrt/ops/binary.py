@@ -62,7 +62,7 @@ def _int_div(a: Array, b: Array) -> Array:
     return np.floor_divide(a, b)
 
 
-_FLOAT_FUNCS: dict[OperationType, Callable[[Array, Array], Array]] = {
+_FLOAT_FUNCS: dict[OperationType, np.ufunc] = {
     OperationType.ADD: np.add,
     OperationType.SUB: np.subtract,
     OperationType.MUL: np.multiply,
@@ -86,8 +86,25 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
             ctx.fail("integer division by zero", input=INPUT2)
         return [_INT_FUNCS[ctx.op_type](a.astype(np.int64), b.astype(np.int64))
                 .astype(np.int32)]
-    result = _FLOAT_FUNCS[ctx.op_type](a, b)  # correctly rounded: see the module docstring
-    return [apply_activation(result, activation)]
+    dest = ctx.out(0, overlap=True)  # ufuncs handle a destination aliasing a or b
+    if dest is None:
+        result = _FLOAT_FUNCS[ctx.op_type](a, b)  # correctly rounded: see the module docstring
+        return [apply_activation(result, activation)]
+    _FLOAT_FUNCS[ctx.op_type](a, b, out=dest)
+    _activate_in_place(dest, activation)
+    return [dest]
+
+
+def _activate_in_place(x: Array, code: int) -> None:
+    """``apply_activation`` computed into ``x`` itself (same values, NaN included)."""
+    if code == FusedActivation.RELU:
+        np.maximum(x, 0, out=x)
+    elif code == FusedActivation.RELU1:
+        np.clip(x, -1, 1, out=x)
+    elif code == FusedActivation.RELU6:
+        np.clip(x, 0, 6, out=x)
+    elif code != FusedActivation.NONE:
+        raise ValueError(f"invalid fused activation code {code}")
 
 
 for _op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):

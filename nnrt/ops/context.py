@@ -333,6 +333,17 @@ class ExecutionContext(OperationContext):
         """The numpy dtype of output ``j``."""
         return dtype_of(self.output_type(j))
 
+    def out(self, j: int, *, overlap: bool = False) -> np.ndarray[Any, Any] | None:
+        """Where the kernel may compute output ``j`` in place, or None (return a new array).
+
+        Set only when output ``j`` is a model output whose caller destination has exactly the
+        shape ``prepare`` computed (``output_shapes[j]``) and the output's dtype, and writing it
+        clobbers no value still needed. ``overlap`` says the kernel computes correctly into a
+        destination that overlaps its inputs (numpy ufuncs with ``out=`` do); without it a
+        destination overlapping an input is not offered. A kernel that uses it returns it.
+        """
+        return None
+
 
 def _shape_of(arr: np.ndarray[Any, Any] | None) -> tuple[int, ...]:
     if arr is None:

@@ -4,6 +4,12 @@
 order, its definition, operand indices, output dtypes and declared dims, and the constants it
 reads, all computed once. ``run`` builds a plan per call; the reference driver keeps one per
 prepared model, so both share one execution path (same results, same errors).
+
+Given typed output destinations (the HAL's ``ExecutionControl.outputs``), the operation that
+produces a model output may compute it straight into the caller's memory: its context's
+``out(j)`` offers the destination when the prepared shape and dtype match exactly and writing
+there clobbers no value still needed (checked against the values live after the operation and,
+unless the kernel handles overlap like a ufunc, the operation's own inputs).
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ class OperationStep:
     """One operation of a model with its static facts looked up once."""
 
     __slots__ = ("_exact", "_shape_key", "_shape_slots", "_shapes", "definition", "dims",
-                 "dtypes", "index", "operands", "operation", "outputs", "relaxed")
+                 "dtypes", "index", "live_after", "operands", "operation", "outputs", "relaxed")
 
     def __init__(self, model: Model, op_index: int) -> None:
         op = model.operations[op_index]
@@ -151,6 +157,10 @@ class OperationStep:
             operands[op.inputs[slot]].type in _SHAPE_ONLY_TYPES for slot in dynamic) else None
         self._shape_key: tuple[tuple[int, ...], ...] | None = None
         self._shapes: list[tuple[int, ...]] = []
+        #: Operands (other than this step's outputs) still needed once this step has run: read
+        #: by a later step or a model output. Set by the plan for steps producing model outputs,
+        #: whose results may be computed into caller memory that must not hold any of them.
+        self.live_after: tuple[int, ...] = ()
 
 
     def run(self, ctx: ExecutionContext) -> list[Array]:
@@ -204,12 +214,16 @@ _SHAPE_ONLY_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FL
 
 
 class _Frame:
-    """The operand values of one execution in progress, by operand index."""
+    """The operand values of one execution in progress, by operand index.
 
-    __slots__ = ("slots",)
+    ``dests`` maps model output operand indices to their typed caller destinations, if any.
+    """
+
+    __slots__ = ("dests", "slots")
 
     def __init__(self) -> None:
         self.slots: list[Array | None] = []
+        self.dests: dict[int, Array] | None = None
 
     def get(self, index: int) -> Array | None:
         return self.slots[index]
@@ -225,6 +239,7 @@ class _PlanContext(ExecutionContext):
         super().__init__(step.operands, step.operation, step.index, step.definition, frame.get,
                          relaxed=step.relaxed)
         self._frame = frame
+        self._step = step
         self._in = step.operation.inputs
         self._n = len(self._in)
         self._in_operands = tuple(step.operands[k] for k in self._in)
@@ -271,6 +286,23 @@ class _PlanContext(ExecutionContext):
             return None
         return self._to_python(self._in_types[i], arr)
 
+    def out(self, j: int, *, overlap: bool = False) -> Array | None:
+        dests = self._frame.dests
+        if dests is None or j >= len(self._step.outputs):
+            return None
+        dest = dests.get(self._step.outputs[j])
+        if (dest is None or j >= len(self.output_shapes)
+                or dest.shape != tuple(self.output_shapes[j])
+                or dest.dtype != self._step.dtypes[j]):
+            return None
+        slots = self._frame.slots
+        needed = self._step.live_after if overlap else self._step.live_after + self._in
+        for index in needed:
+            value = slots[index]
+            if value is not None and np.may_share_memory(value, dest):
+                return None
+        return dest
+
 
 class ExecutionPlan:
     """A finished model ready to execute many times on the reference kernels.
@@ -296,33 +328,65 @@ class ExecutionPlan:
         self._constants = constants
         self._inputs = model.inputs
         self._outputs = model.outputs
+        self._set_live_after()
         self._frame = _Frame()
         self._contexts = tuple(_PlanContext(step, self._frame) for step in self._steps)
         self._lock = threading.Lock()
 
-    def execute(self, inputs: Sequence[Array], check: Callable[[], None] | None = None
-                ) -> list[Array]:
+    def _set_live_after(self) -> None:
+        """Record, on each step producing a model output, the operands needed after it."""
+        last_use: dict[int, int] = {}
+        for position, step in enumerate(self._steps):
+            for index in step.operation.inputs:
+                last_use[index] = position
+        for index in self._outputs:
+            last_use[index] = len(self._steps)
+        model_outputs = set(self._outputs)
+        for position, step in enumerate(self._steps):
+            if model_outputs.intersection(step.outputs):
+                step.live_after = tuple(sorted(
+                    index for index, last in last_use.items()
+                    if last > position and index not in step.outputs))
+
+    def execute(self, inputs: Sequence[Array], check: Callable[[], None] | None = None,
+                outputs: Sequence[Array | None] | None = None) -> list[Array]:
         """Run on ``inputs`` already checked by :attr:`binder`; return the outputs.
 
         ``check`` (optional) is called before each operation; it stops the execution by raising.
+        ``outputs`` (optional, one entry per model output) are typed destinations the operation
+        producing that output may compute into (then the output returned is that array).
         """
         if len(inputs) != len(self._inputs):
             raise BadData(f"expected {len(self._inputs)} inputs, got {len(inputs)}")
+        dests = None if outputs is None else self._destinations(outputs)
         if self._lock.acquire(blocking=False):
             try:
-                return self._run(self._frame, self._contexts, inputs, check)
+                return self._run(self._frame, self._contexts, inputs, check, dests)
             finally:
                 self._lock.release()
         frame = _Frame()
         contexts = tuple(_PlanContext(step, frame) for step in self._steps)
-        return self._run(frame, contexts, inputs, check)
+        return self._run(frame, contexts, inputs, check, dests)
+
+    def _destinations(self, outputs: Sequence[Array | None]) -> dict[int, Array] | None:
+        """Model output destinations keyed by operand index (the first one, for a repeat)."""
+        if len(outputs) != len(self._outputs):
+            raise BadData(f"expected {len(self._outputs)} output destinations, got "
+                          f"{len(outputs)}")
+        dests: dict[int, Array] = {}
+        for index, dest in zip(self._outputs, outputs, strict=True):
+            if dest is not None:
+                dests.setdefault(index, dest)
+        return dests or None
 
     def _run(self, frame: _Frame, contexts: Sequence[ExecutionContext],
-             inputs: Sequence[Array], check: Callable[[], None] | None) -> list[Array]:
+             inputs: Sequence[Array], check: Callable[[], None] | None,
+             dests: dict[int, Array] | None = None) -> list[Array]:
         values = self._constants.copy()
         for index, value in zip(self._inputs, inputs, strict=True):
             values[index] = value
         frame.slots = values
+        frame.dests = dests
         try:
             with np.errstate(all="ignore"):  # NNAPI semantics: inf / NaN results, no warnings
                 for step, ctx in zip(self._steps, contexts, strict=True):
@@ -337,4 +401,5 @@ class ExecutionPlan:
                             values[index] = arr
         finally:
             frame.slots = []  # keep no arrays alive between executions
+            frame.dests = None
         return [values[i] for i in self._outputs]  # type: ignore[misc]

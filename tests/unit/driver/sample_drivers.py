@@ -14,7 +14,7 @@ import numpy as np
 import nnrt
 from nnrt import OperationType
 from nnrt.driver.base import ExecutionControl, PreparedModel
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.drivers.reference import ReferenceDriver, ReferencePreparedModel
 
 
 class NoAddDriver(ReferenceDriver):
@@ -91,3 +91,27 @@ class DoublingDriver(ReferenceDriver):
 
     def _prepare(self, model: nnrt.Model, options: Any, cache: Any) -> DoublingPrepared:
         return DoublingPrepared(model, in_place=self.in_place)
+
+
+class RecordingPrepared(ReferencePreparedModel):
+    """The reference prepared model, keeping per execution the destinations it was offered
+    (``offered``) and the arrays it returned (``returned``)."""
+
+    def __init__(self, model: nnrt.Model) -> None:
+        super().__init__(model)
+        self.offered: list[tuple[Any, ...] | None] = []
+        self.returned: list[list[np.ndarray[Any, Any]]] = []
+
+    def _execute(self, inputs: list[np.ndarray[Any, Any]],
+                 control: ExecutionControl) -> list[np.ndarray[Any, Any]]:
+        self.offered.append(control.outputs)
+        results = list(super()._execute(inputs, control))
+        self.returned.append(results)
+        return results
+
+
+class RecordingDriver(ReferenceDriver):
+    """The reference driver, preparing :class:`RecordingPrepared` models."""
+
+    def _prepare(self, model: nnrt.Model, options: Any, cache: Any) -> RecordingPrepared:
+        return RecordingPrepared(model)
