@@ -7,14 +7,28 @@ A model travels as a map with str keys (``?`` marks optional keys, absent when u
     operand   = {"type": OperandType code, "dims": [int, ...], "scale": float,
                  "zero_point": int, "lifetime": OperandLifetime code, "name"?: str,
                  "value"?: bytes,                      # CONSTANT_COPY / CONSTANT_REFERENCE
+                 "ref"?: [pool, offset, length],       # CONSTANT_REFERENCE, instead of value
                  "channel_quant"?: {"channel_dim": int, "scales": [float, ...]},
                  "subgraph"?: model}                   # lifetime SUBGRAPH
     operation = {"type": OperationType code, "inputs": [int, ...], "outputs": [int, ...]}
 
-Constant values are the operand's elements in C order, little-endian. Operands set from a memory
-pool (``set_operand_value_from_memory``) travel by value for now: their bytes are copied, and the
-receiver holds them as ordinary constants (CONSTANT_COPY when at most 128 bytes). Shared pools
-will carry them by reference in a later protocol revision.
+Constant values are the operand's elements in C order, little-endian.
+
+**Constants by reference.** A CONSTANT_REFERENCE operand of a data type (TENSOR_FLOAT32,
+TENSOR_FLOAT16, TENSOR_QUANT*) may carry ``"ref": [pool, offset, length]`` instead of its value:
+``length`` bytes at ``offset`` in a shared memory pool both ends have mapped, so the weights
+never cross the socket. The writer asks ``place(operand_index)`` (an argument of
+:func:`model_to_wire`, for the main graph's operands) where each such operand lives; None sends
+the value. Parameter-like types (INT32, UINT32, BOOL, FLOAT32 / FLOAT16 scalars, TENSOR_INT32,
+TENSOR_BOOL8) always travel by value: shapes and parameters are validated at prepare and must not
+change afterwards, which bytes in a writable pool could. The reader resolves the pool through
+``pools(pool_id, path)`` (an argument of :func:`model_from_wire`) and checks the reference like
+any untrusted field: three ints, the pool id in ``[1, 2**53)``, offset and length in
+``[0, 2**62]``, the offset a multiple of the element size, the length exactly the operand's byte
+size and the slice inside the pool. The operand is then set with
+``Model.set_operand_value_from_memory``: the model reads the pool in place (zero copy). A
+reference counts against no byte budget (it carries no bytes); without ``pools`` a reference is
+refused.
 
 :func:`model_from_wire` treats its argument as hostile: it checks every field's type, range and
 size, and the bounds below, before rebuilding the model through the public ``Model`` API and
@@ -27,6 +41,7 @@ still surfaces as ``OpFailed`` from ``finish()``: that is an nnrt bug, not bad d
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +49,7 @@ import numpy as np
 
 from nnrt.errors import BadData, BadState
 from nnrt.model.model import MAX_CONSTANT_COPY_BYTES, Model
-from nnrt.model.operand import Operand, dtype_of
+from nnrt.model.operand import ConstantMemory, Operand, dtype_of
 from nnrt.model.types import OperandLifetime, OperandType, OperationType
 from nnrt.model.wire_fields import (
     INT32_RANGE,
@@ -52,9 +67,17 @@ __all__ = [
     "MAX_OPERANDS",
     "MAX_OPERATIONS",
     "MAX_SUBGRAPH_DEPTH",
+    "REF_TYPES",
+    "Placer",
+    "PoolResolver",
     "model_from_wire",
     "model_to_wire",
 ]
+
+#: ``model_to_wire``'s ``place``: operand index → (pool, offset, length), or None (by value).
+Placer = Callable[[int], tuple[int, int, int] | None]
+#: ``model_from_wire``'s ``pools``: (pool id, field path) → the mapped pool, or ``BadData``.
+PoolResolver = Callable[[int, str], ConstantMemory]
 
 #: Most operands a wire model may hold, counting every nested subgraph.
 MAX_OPERANDS = 1_000_000
@@ -71,29 +94,44 @@ _MAX_NAME = 64 << 10
 _NONE: frozenset[str] = frozenset()
 _MODEL_KEYS = frozenset({"operands", "operations", "inputs", "outputs", "relaxed"})
 _OPERAND_KEYS = frozenset({"type", "dims", "scale", "zero_point", "lifetime"})
-_OPERAND_OPTIONAL = frozenset({"name", "value", "channel_quant", "subgraph"})
+_OPERAND_OPTIONAL = frozenset({"name", "value", "ref", "channel_quant", "subgraph"})
 _OPERATION_KEYS = frozenset({"type", "inputs", "outputs"})
 _QUANT_KEYS = frozenset({"channel_dim", "scales"})
 _CONSTANT = (OperandLifetime.CONSTANT_COPY, OperandLifetime.CONSTANT_REFERENCE)
+_MAX_POOL_ID = 2**53 - 1
+_MAX_REF_INT = 2**62
 
 _L = OperandLifetime
+_T = OperandType
+#: Operand types whose constants may travel by reference (data, not parameters).
+REF_TYPES = frozenset({
+    _T.TENSOR_FLOAT32, _T.TENSOR_FLOAT16, _T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_SYMM,
+    _T.TENSOR_QUANT16_ASYMM, _T.TENSOR_QUANT16_SYMM, _T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+    _T.TENSOR_QUANT8_ASYMM_SIGNED,
+})
 
 
 # -- writing ------------------------------------------------------------------------------------
 
-def model_to_wire(model: Model) -> dict[str, Any]:
-    """``model`` (finished) as plain data: str-keyed dicts, lists, ints, floats, str, bytes."""
+def model_to_wire(model: Model, place: Placer | None = None) -> dict[str, Any]:
+    """``model`` (finished) as plain data: str-keyed dicts, lists, ints, floats, str, bytes.
+
+    ``place(operand_index)`` (optional) is asked about each CONSTANT_REFERENCE operand of a data
+    type (:data:`REF_TYPES`) in the main graph: a ``(pool, offset, length)`` sends it as a
+    ``"ref"``, None by value. Other operands, and nested subgraphs, always go by value.
+    """
     if not isinstance(model, Model):
         raise BadData(f"model_to_wire: expected an nnrt.Model, got {type(model).__name__}")
-    return _write_model(model, "model", 0)
+    return _write_model(model, "model", 0, place)
 
 
-def _write_model(model: Model, path: str, depth: int) -> dict[str, Any]:
+def _write_model(model: Model, path: str, depth: int,
+                 place: Placer | None = None) -> dict[str, Any]:
     if not model.finished:
         raise BadState(f"{path}: only a finished model can be sent; call finish() first")
     if depth > MAX_SUBGRAPH_DEPTH:
         raise BadData(f"{path}: subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} levels")
-    operands = [_write_operand(model, i, operand, f"{path}.operands[{i}]", depth)
+    operands = [_write_operand(model, i, operand, f"{path}.operands[{i}]", depth, place)
                 for i, operand in enumerate(model.operands)]
     operations = [{"type": int(op.type), "inputs": list(op.inputs), "outputs": list(op.outputs)}
                   for op in model.operations]
@@ -101,8 +139,8 @@ def _write_model(model: Model, path: str, depth: int) -> dict[str, Any]:
             "outputs": list(model.outputs), "relaxed": bool(model.relaxed)}
 
 
-def _write_operand(model: Model, index: int, operand: Operand, path: str,
-                   depth: int) -> dict[str, Any]:
+def _write_operand(model: Model, index: int, operand: Operand, path: str, depth: int,
+                   place: Placer | None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "type": int(operand.type), "dims": [int(d) for d in operand.dims],
         "scale": float(operand.scale), "zero_point": int(operand.zero_point),
@@ -110,7 +148,11 @@ def _write_operand(model: Model, index: int, operand: Operand, path: str,
     }
     if operand.name is not None:
         data["name"] = operand.name
-    if operand.lifetime in _CONSTANT:
+    ref = (_place(place, index, operand, path) if place is not None
+           and operand.lifetime == _L.CONSTANT_REFERENCE and operand.type in REF_TYPES else None)
+    if ref is not None:
+        data["ref"] = ref
+    elif operand.lifetime in _CONSTANT:
         value = model.constant_value(index)  # a pool slice is copied here (see module doc)
         if value is None:
             raise BadData(f"{path}: constant operand has no value")
@@ -123,6 +165,21 @@ def _write_operand(model: Model, index: int, operand: Operand, path: str,
     return data
 
 
+def _place(place: Placer, index: int, operand: Operand, path: str) -> list[int] | None:
+    """``place``'s answer for operand ``index`` as a wire ref, after a sanity check."""
+    where = place(index)
+    if where is None:
+        return None
+    if not (isinstance(where, tuple | list) and len(where) == 3 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in where)):
+        raise BadData(f"{path}: place() must return (pool, offset, length) ints or None, got "
+                      f"{describe(where)}")
+    if where[2] != operand.byte_size():
+        raise BadData(f"{path}: place() gave a length of {where[2]} bytes, the operand has "
+                      f"{operand.byte_size()}")
+    return [int(v) for v in where]
+
+
 # -- reading ------------------------------------------------------------------------------------
 
 @dataclass
@@ -132,6 +189,8 @@ class _Budget:
     operands: int = 0
     operations: int = 0
     constant_bytes: int = 0
+    #: Resolves pool references (None: references are refused).
+    pools: PoolResolver | None = None
 
 
 @dataclass(frozen=True)
@@ -145,13 +204,19 @@ class _OperandSpec:
     lifetime: OperandLifetime
     name: str | None
     value: bytes | None
+    ref: tuple[ConstantMemory, int, int] | None
     channel_quant: tuple[int, tuple[float, ...]] | None
     subgraph: Model | None
 
 
-def model_from_wire(data: Any) -> Model:
-    """Rebuild and finish a model from untrusted wire data; any problem raises ``BadData``."""
-    return _read_model(data, "model", 0, _Budget())
+def model_from_wire(data: Any, pools: PoolResolver | None = None) -> Model:
+    """Rebuild and finish a model from untrusted wire data; any problem raises ``BadData``.
+
+    ``pools(pool_id, path)`` returns the mapped pool a ``"ref"`` names (an object with ``.size``
+    and ``.view(offset, length)``) or raises ``BadData`` naming ``path``; without it (None) a
+    model carrying a reference is ``BadData`` "pool references are not accepted here".
+    """
+    return _read_model(data, "model", 0, _Budget(pools=pools))
 
 
 def _read_model(data: Any, path: str, depth: int, budget: _Budget) -> Model:
@@ -199,8 +264,16 @@ def _read_operand(data: Any, path: str, depth: int, budget: _Budget) -> _Operand
         raise BadData(f"{path}.name: expected a string of at most {_MAX_NAME} characters, got "
                       f"{describe(name)}")
     value = fields.get("value")
+    raw_ref = fields.get("ref")
+    ref = None
     if value is not None:
+        if raw_ref is not None:
+            raise BadData(f"{path}: an operand carries a 'value' or a 'ref', not both")
         value = _read_value(value, op_type, dims, lifetime, f"{path}.value", budget)
+    elif raw_ref is not None:
+        ref = _read_ref(raw_ref, op_type, dims, lifetime, f"{path}.ref", budget.pools)
+    elif lifetime == _L.CONSTANT_REFERENCE:
+        raise BadData(f"{path}: a CONSTANT_REFERENCE operand needs a 'value' or a 'ref'")
     elif lifetime in _CONSTANT:
         raise BadData(f"{path}: a {lifetime.name} operand needs a 'value'")
     quant = fields.get("channel_quant")
@@ -216,7 +289,7 @@ def _read_operand(data: Any, path: str, depth: int, budget: _Budget) -> _Operand
         raise BadData(f"{path}: a SUBGRAPH operand needs a 'subgraph'")
     return _OperandSpec(op_type, dims, check_float(fields["scale"], f"{path}.scale"),
                         check_int(fields["zero_point"], f"{path}.zero_point", *INT32_RANGE),
-                        lifetime, name, value, quant, subgraph)
+                        lifetime, name, value, ref, quant, subgraph)
 
 
 def _read_value(value: Any, op_type: OperandType, dims: tuple[int, ...],
@@ -241,6 +314,37 @@ def _read_value(value: Any, op_type: OperandType, dims: tuple[int, ...],
     if dtype_of(op_type).kind == "b" and value.translate(None, b"\0\1"):
         raise BadData(f"{path}: boolean values must be bytes 0 or 1")
     return value
+
+
+def _read_ref(data: Any, op_type: OperandType, dims: tuple[int, ...], lifetime: OperandLifetime,
+              path: str, pools: PoolResolver | None) -> tuple[ConstantMemory, int, int]:
+    """A checked ``[pool, offset, length]`` reference, resolved to (pool, offset, length)."""
+    if lifetime != _L.CONSTANT_REFERENCE:
+        raise BadData(f"{path}: only CONSTANT_REFERENCE operands carry a 'ref', this one is "
+                      f"{lifetime.name}")
+    if op_type not in REF_TYPES:
+        raise BadData(f"{path}: {op_type.name} operands travel by value (shapes and parameters "
+                      "must not change after prepare); only data tensors may be a 'ref'")
+    if not isinstance(data, list) or len(data) != 3:
+        raise BadData(f"{path}: expected [pool, offset, length], got {describe(data)}")
+    pool_id = check_int(data[0], f"{path}[0] (pool)", 1, _MAX_POOL_ID)
+    offset = check_int(data[1], f"{path}[1] (offset)", 0, _MAX_REF_INT)
+    length = check_int(data[2], f"{path}[2] (length)", 0, _MAX_REF_INT)
+    if pools is None:
+        raise BadData(f"{path}: pool references are not accepted here (pool {pool_id})")
+    itemsize = dtype_of(op_type).itemsize
+    if offset % itemsize:
+        raise BadData(f"{path}: offset {offset} is not a multiple of the {op_type.name} element "
+                      f"size {itemsize}")
+    needed = itemsize * math.prod(dims)
+    if length != needed:
+        raise BadData(f"{path}: length {length}, but {op_type.name} with dims {list(dims)} "
+                      f"needs {needed} bytes")
+    pool = pools(pool_id, path)
+    if offset + length > pool.size:
+        raise BadData(f"{path}: bytes [{offset}, {offset + length}) are outside pool {pool_id} "
+                      f"of {pool.size} bytes")
+    return pool, offset, length
 
 
 def _read_channel_quant(data: Any, path: str) -> tuple[int, tuple[float, ...]]:
@@ -286,6 +390,8 @@ def _rebuild(specs: list[_OperandSpec],
             if spec.value is not None:
                 dtype = dtype_of(spec.type).newbyteorder("<")
                 model.set_operand_value(i, np.frombuffer(spec.value, dtype).reshape(spec.dims))
+            elif spec.ref is not None:
+                model.set_operand_value_from_memory(i, *spec.ref)
             elif spec.lifetime == _L.NO_VALUE:
                 model.set_operand_value(i, None)
             elif spec.subgraph is not None:
