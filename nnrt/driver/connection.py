@@ -1,8 +1,9 @@
 """One client connection of the worker service: its socket, frames in and out, and its state.
 
 The service owns every :class:`Connection`; a connection owns its socket, its
-:class:`~nnrt.ipc.framing.FrameReader` (and the descriptors received but not claimed) and the
-prepared models it created (its handles). Responses are appended to one output buffer and sent
+:class:`~nnrt.ipc.framing.FrameReader` (and the descriptors received but not claimed), the
+memory pools its client mapped (:class:`~nnrt.driver.pools.PoolTable`) and the prepared models
+it created (its handles). Responses are appended to one output buffer and sent
 by :meth:`Connection.flush`, once per loop iteration, never blocking on a slow reader.
 """
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
+from nnrt.driver.pools import PoolTable
 from nnrt.errors import ResourceExhausted
 from nnrt.ipc.framing import HEADER, FrameReader
 from nnrt.ipc.messages import encode_error
@@ -42,8 +44,9 @@ class Handle:
 class Connection:
     """A connected client socket (non-blocking) and what the service knows about that client.
 
-    Owns the socket and the frame reader; :meth:`close` closes both exactly once. Releasing the
-    prepared models is the service's job (one may be running when the connection ends).
+    Owns the socket, the frame reader and the mapped pools; :meth:`close` closes them exactly
+    once. Releasing the prepared models is the service's job (one may be running when the
+    connection ends).
     """
 
     def __init__(self, sock: socket.socket, max_frame: int, peer: str) -> None:
@@ -67,6 +70,8 @@ class Connection:
         self.handles: dict[int, Handle] = {}
         #: Execute requests not yet answered (queued or running), by request id.
         self.jobs: dict[int, Job] = {}
+        #: Memory pools mapped by this client, by the ids it chose.
+        self.pools = PoolTable()
         self._next_handle = 1
         self._packer = msgpack.Packer(use_bin_type=True)
 
@@ -121,13 +126,20 @@ class Connection:
     # -- ending ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the socket and any received descriptors nobody claimed (idempotent)."""
+        """Close the socket, unclaimed descriptors and mapped pools (idempotent).
+
+        Call it once the executor forgot the connection's jobs: a running job keeps its views
+        of a pool, and with them the mapping, until it ends.
+        """
         if self.closed:
             return
         self.closed = True
         self.out.clear()
         try:
-            self.reader.close()
+            self.pools.close_all()
         finally:
-            self.sock.close()
+            try:
+                self.reader.close()
+            finally:
+                self.sock.close()
         _log.debug("%s closed", self)

@@ -19,7 +19,7 @@ from nnrt.driver.base import Cancelled, PreparedModel
 from nnrt.driver.connection import Connection
 from nnrt.driver.jobs import Job, JobQueue
 from nnrt.errors import BadData, DeadlineMissed, NnrtError
-from nnrt.ipc.messages import Status, encode_error, encode_tensor
+from nnrt.ipc.messages import Status, encode_error, encode_tensor, encode_written
 
 __all__ = ["POLL_INTERVAL", "Executor"]
 
@@ -27,6 +27,8 @@ __all__ = ["POLL_INTERVAL", "Executor"]
 POLL_INTERVAL = 0.001
 
 _log = logging.getLogger("nnrt.driver.service")
+
+
 def _cancelled() -> dict[str, Any]:
     return {"message": "cancelled"}
 
@@ -97,15 +99,24 @@ class Executor:
         status: int
         body: dict[str, Any]
         try:
-            result = job.prepared.execute(job.inputs, output_sizes=job.output_sizes,
-                                          deadline=job.deadline, should_stop=self._should_stop)
+            for pool in job.pools:  # a file or blob may have shrunk since the request came
+                pool.check_size(f"request {job.request_id}")
+            destinations = job.destinations
+            result = job.prepared.execute(job.inputs, outputs=destinations,
+                                          output_sizes=job.output_sizes, deadline=job.deadline,
+                                          should_stop=self._should_stop)
             if job.cancelled:
                 status, body = Status.MISSED_DEADLINE, _cancelled()
             else:
                 timing = result.timing
+                if destinations is None:
+                    outputs = [encode_tensor(output) for output in result.outputs]
+                else:
+                    outputs = [encode_tensor(output) if where is None else encode_written(output)
+                               for output, where in zip(result.outputs, destinations,
+                                                        strict=True)]
                 status, body = Status.OK, {
-                    "outputs": [encode_tensor(output) for output in result.outputs],
-                    "timing": [timing.on_device_ns, timing.in_driver_ns]}
+                    "outputs": outputs, "timing": [timing.on_device_ns, timing.in_driver_ns]}
         except Cancelled:
             status, body = Status.MISSED_DEADLINE, _cancelled()
         except NnrtError as exc:

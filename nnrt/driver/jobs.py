@@ -16,19 +16,28 @@ import numpy as np
 if TYPE_CHECKING:
     from nnrt.driver.base import PreparedModel
     from nnrt.driver.connection import Connection
+    from nnrt.driver.pools import MappedPool
 
 __all__ = ["Job", "JobQueue"]
 
 
 class Job:
-    """One execute request: who asked, for which prepared model, with what inputs and limits."""
+    """One execute request: who asked, for which prepared model, with what inputs and limits.
 
-    __slots__ = ("cancelled", "connection", "deadline", "done", "handle", "inputs",
-                 "output_sizes", "prepared", "priority", "request_id", "seq")
+    ``destinations`` holds, per model output, the writable view of the pool bytes the output
+    goes to (None: answered inline), or is None when every output is answered inline; ``pools``
+    are the pools the inputs and destinations refer to (re-checked before the run). The job
+    holds these views, and so the mappings, until it is answered or dropped.
+    """
+
+    __slots__ = ("cancelled", "connection", "deadline", "destinations", "done", "handle",
+                 "inputs", "output_sizes", "pools", "prepared", "priority", "request_id", "seq")
 
     def __init__(self, connection: Connection, request_id: int, handle: int,
                  prepared: PreparedModel, inputs: list[np.ndarray[Any, Any]], priority: int,
-                 deadline: float | None, output_sizes: Sequence[int] | None) -> None:
+                 deadline: float | None, output_sizes: Sequence[int] | None,
+                 destinations: list[np.ndarray[Any, Any] | None] | None = None,
+                 pools: tuple[MappedPool, ...] = ()) -> None:
         self.connection = connection
         self.request_id = request_id
         self.handle = handle
@@ -37,6 +46,8 @@ class Job:
         self.priority = priority
         self.deadline = deadline
         self.output_sizes = output_sizes
+        self.destinations = destinations
+        self.pools = pools
         self.seq = 0
         #: Set when a queued job is dropped (cancelled, connection gone): it never runs.
         self.done = False
@@ -76,7 +87,7 @@ class JobQueue:
             self._earliest = job.deadline
 
     def discard(self, job: Job) -> None:
-        """Mark a queued ``job`` done so it never runs, and let go of its inputs.
+        """Mark a queued ``job`` done so it never runs, and let go of its inputs and pools.
 
         Done jobs leave the heap when they reach its head, or all at once when they outnumber
         the live ones (so that queueing and cancelling in a loop cannot grow it without bound).
@@ -85,6 +96,8 @@ class JobQueue:
             return
         job.done = True
         job.inputs = []
+        job.destinations = None
+        job.pools = ()
         self._live -= 1
         if len(self._heap) > 2 * self._live + 64:
             self._heap = [entry for entry in self._heap if not entry[2].done]

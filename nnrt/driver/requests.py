@@ -1,10 +1,10 @@
 """What the worker service does for each request verb, once the envelope passed its schema.
 
 Each handler reads a body already checked by :func:`nnrt.ipc.messages.check_request` (field
-names and types), checks the values (ranges, codes, handles), calls the driver and queues the
-response on the connection. Semantic problems raise nnrt errors (the service answers them with
-an error response); malformed values inside a field raise :class:`ProtocolError` (the service
-closes the connection).
+names and types), checks the values (ranges, codes, handles, pool references), calls the
+driver (or maps / unmaps a pool) and queues the response on the connection. Semantic problems
+raise nnrt errors (the service answers them with an error response); malformed values inside a
+field raise :class:`ProtocolError` (the service closes the connection).
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from nnrt.driver.base import Driver, PrepareOptions
+from nnrt.driver.base import Driver, PreparedModel, PrepareOptions
 from nnrt.driver.connection import Connection
 from nnrt.driver.jobs import Job
+from nnrt.driver.pools import MappedPool, PoolTable
 from nnrt.errors import BadData, ResourceExhausted
 from nnrt.ipc.framing import ProtocolError
-from nnrt.ipc.messages import PROTOCOL_VERSION, Status, decode_tensor
+from nnrt.ipc.messages import PROTOCOL_VERSION, Status, decode_ref, decode_tensor, dtype_name
+from nnrt.model.operand import dtype_of
 from nnrt.model.types import ExecutionPreference, Priority
 from nnrt.model.wire import model_from_wire
 
@@ -50,7 +52,8 @@ class RequestHandlers:
         self._table: dict[str, Handler] = {
             "hello": self._hello, "ping": self._ping, "info": self._info_request,
             "supported": self._supported, "prepare": self._prepare, "release": self._release,
-            "execute": self._execute, "cancel": self._cancel,
+            "execute": self._execute, "cancel": self._cancel, "map": self._map,
+            "unmap": self._unmap,
         }
 
     def handle(self, conn: Connection, request_id: int, verb: str, body: dict[str, Any]) -> None:
@@ -116,6 +119,24 @@ class RequestHandlers:
     def _cancel(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
         self._service.executor.cancel(conn, body["target"])
 
+    # -- pools -------------------------------------------------------------------------------------
+
+    def _map(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        where = f"request {request_id} (map)"
+        fds = conn.reader.take_fds(body.get("nfds", 0))  # claimed first: ours to close now
+        stray = conn.reader.take_stray_fds()
+        if stray:
+            for fd in fds + stray:
+                os.close(fd)
+            raise BadData(f"{where}: {len(fds) + len(stray)} fd(s) came with the request but "
+                          f"nfds declares {len(fds)}")
+        conn.pools.map(where, body, fds)
+        conn.respond(request_id, Status.OK, {})
+
+    def _unmap(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        conn.pools.unmap(body["pool"], f"request {request_id} (unmap)")
+        conn.respond(request_id, Status.OK, {})
+
     # -- execute -----------------------------------------------------------------------------------
 
     def _execute(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
@@ -123,24 +144,28 @@ class RequestHandlers:
         if nfds:
             for fd in conn.reader.take_fds(nfds):  # claim them first: they belong to us now
                 os.close(fd)
-            raise BadData(f"request {request_id}: memory passed as file descriptors is not "
-                          "supported by this worker yet; send the tensors inline")
+            raise BadData(f"request {request_id}: an execute carries no file descriptors; "
+                          "share memory with a map request and refer to it by pool id")
         if request_id in conn.jobs:
             raise ProtocolError(f"request {request_id}: an execute with this id is still "
                                 "in flight")
+        pools: tuple[MappedPool, ...] = ()
         try:
             arrays: list[np.ndarray[Any, Any]] = [decode_tensor(value, "input")
                                                   for value in body["inputs"]]
-        except ProtocolError:  # this path is hot: name the culprit only when there is one
-            for position, value in enumerate(body["inputs"]):
-                decode_tensor(value, f"request {request_id}: input {position}")
-            raise
+        except ProtocolError:  # this path is hot: references and culprits are looked at here
+            arrays, pools = _decode_inputs(conn.pools, body["inputs"], request_id)
         output_sizes = body.get("output_sizes")
         if output_sizes is not None:
             _check_output_sizes(output_sizes, request_id)
         handle = conn.handles.get(body["handle"])
         if handle is None:
             raise BadData(f"request {request_id}: unknown handle {body['handle']}")
+        destinations = None
+        outputs = body.get("outputs")
+        if outputs is not None:
+            destinations, pools = _destinations(conn.pools, outputs, handle.prepared, request_id,
+                                                pools)
         priority = body.get("priority")
         priority = handle.priority if priority is None else int(
             _code(Priority, priority, request_id, "priority"))
@@ -155,7 +180,52 @@ class RequestHandlers:
             raise ResourceExhausted(f"request {request_id}: already {MAX_PENDING_EXECUTES} "
                                     "executes pending on this connection")
         self._service.executor.enqueue(Job(conn, request_id, body["handle"], handle.prepared,
-                                           arrays, priority, deadline, output_sizes))
+                                           arrays, priority, deadline, output_sizes,
+                                           destinations, pools))
+
+
+def _decode_inputs(table: PoolTable, values: list[Any], request_id: int
+                   ) -> tuple[list[np.ndarray[Any, Any]], tuple[MappedPool, ...]]:
+    """Inputs that are inline tensors or pool references, and the pools referred to."""
+    arrays: list[np.ndarray[Any, Any]] = []
+    pools: dict[int, MappedPool] = {}
+    for position, value in enumerate(values):
+        where = f"request {request_id}: input {position}"
+        if value.__class__ is list and len(value) == 5:
+            ref = decode_ref(value, where)
+            pool = table.get(ref.pool, where)
+            arrays.append(pool.array(ref.dtype, ref.shape, ref.offset, ref.length, where))
+            pools[pool.id] = pool
+        else:
+            arrays.append(decode_tensor(value, where))
+    return arrays, tuple(pools.values())
+
+
+def _destinations(table: PoolTable, values: list[Any], prepared: PreparedModel,
+                  request_id: int, pools: tuple[MappedPool, ...]
+                  ) -> tuple[list[np.ndarray[Any, Any] | None], tuple[MappedPool, ...]]:
+    """The writable pool views the ``outputs`` field names (None: inline), and every pool used."""
+    model = prepared.model
+    if len(values) != len(model.outputs):
+        raise BadData(f"request {request_id}: outputs has {len(values)} entries, the model has "
+                      f"{len(model.outputs)} outputs")
+    used = {pool.id: pool for pool in pools}
+    destinations: list[np.ndarray[Any, Any] | None] = []
+    for j, value in enumerate(values):
+        if value is None:
+            destinations.append(None)
+            continue
+        where = f"request {request_id}: outputs[{j}]"
+        ref = decode_ref(value, where)
+        expected = dtype_of(model.operands[model.outputs[j]].type)
+        if ref.dtype != expected:
+            raise BadData(f"{where}: the reference is {dtype_name(ref.dtype)}, model output {j} "
+                          f"is {dtype_name(expected) or expected}")
+        pool = table.get(ref.pool, where)
+        destinations.append(pool.array(ref.dtype, ref.shape, ref.offset, ref.length, where,
+                                       output=True))
+        used[pool.id] = pool
+    return destinations, tuple(used.values())
 
 
 def _code(enum: type[_E], value: int, request_id: int, field: str) -> _E:

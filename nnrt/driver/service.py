@@ -3,18 +3,19 @@
 Run as ``python -m nnrt.driver`` (see :mod:`nnrt.driver.__main__`).
 
 A synchronous :mod:`selectors` loop, no threads, no asyncio. Control requests (``hello``,
-``ping``, ``info``, ``supported``, ``prepare``, ``release``, ``cancel``) are answered as soon as
-they are read; ``execute`` requests are queued (:mod:`nnrt.driver.jobs`) and run one at a time,
-highest priority first. While one runs, the driver's ``should_stop`` hook polls the sockets
-(at most every millisecond) so that cancels and new requests are still read. A connection that
-breaks the protocol is closed; the others keep being served. Responses are buffered per
-connection and sent once per loop iteration, never blocking on a slow reader.
+``ping``, ``info``, ``supported``, ``prepare``, ``release``, ``cancel``, ``map``, ``unmap``) are
+answered as soon as they are read; ``execute`` requests are queued (:mod:`nnrt.driver.jobs`) and
+run one at a time, highest priority first. While one runs, the driver's ``should_stop`` hook
+polls the sockets (at most every millisecond) so that cancels and new requests are still read.
+A connection that breaks the protocol is closed; the others keep being served. Responses are
+buffered per connection and sent once per loop iteration, never blocking on a slow reader.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import selectors
 import socket
 import struct
@@ -169,6 +170,8 @@ class Service:
                     dispatch(conn, message)
                     if conn.closing:
                         break
+                if reader.has_fds:
+                    _close_stray_fds(conn)
                 if conn.closing or received < _SMALL_READ:
                     break  # most likely drained; if not, the selector reports it again
         except (BlockingIOError, InterruptedError):
@@ -190,10 +193,12 @@ class Service:
             raise ProtocolError(f"request {request_id} ({verb}) before hello")
         try:
             self._requests.handle(conn, request_id, verb, body)
-        except (ProtocolError, OSError):
+        except ProtocolError:
             raise
-        except NnrtError as exc:
+        except NnrtError as exc:  # before OSError: Unmappable is one, and only an answer
             conn.respond(request_id, *encode_error(exc))
+        except OSError:
+            raise
         except Exception as exc:
             _log.exception("%s: request %d (%s) failed unexpectedly", conn, request_id, verb)
             conn.respond(request_id, *encode_error(exc))
@@ -261,3 +266,12 @@ class Service:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _close_stray_fds(conn: Connection) -> None:
+    """Close descriptors that came with frames that did not declare them (never leak one)."""
+    stray = conn.reader.take_stray_fds()
+    for fd in stray:
+        os.close(fd)
+    if stray:
+        _log.warning("%s: closed %d file descriptor(s) no request declared", conn, len(stray))

@@ -126,6 +126,11 @@ class FrameReader:
         """Bytes received but not yet decoded (a partial frame at end of stream is truncation)."""
         return self._end - self._start
 
+    @property
+    def has_fds(self) -> bool:
+        """Whether received descriptors wait to be claimed."""
+        return bool(self._fds)
+
     def take_fds(self, count: int) -> list[int]:
         """Claim the next ``count`` received descriptors (the caller then owns them)."""
         if not 0 <= count <= MAX_FDS_PER_MESSAGE:
@@ -133,6 +138,20 @@ class FrameReader:
         if count > len(self._fds):
             raise ProtocolError(f"message declares {count} fds but {len(self._fds)} arrived")
         return [self._fds.popleft() for _ in range(count)]
+
+    def take_stray_fds(self) -> list[int]:
+        """Claim the descriptors no message can still declare (the caller then owns them).
+
+        A descriptor arrives with the first byte of the frame it rides on, so once every
+        received byte is decoded (no partial frame waits), unclaimed descriptors came with
+        frames already handled that did not declare them. Returns [] while a partial frame
+        waits, since they may be its own.
+        """
+        if self._end != self._start or not self._fds:
+            return []
+        stray = list(self._fds)
+        self._fds.clear()
+        return stray
 
     def close(self) -> None:
         """Close every received descriptor nobody claimed."""

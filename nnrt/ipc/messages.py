@@ -1,4 +1,4 @@
-"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 1).
+"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 2).
 
 A request is ``[request_id, verb, body]`` and a response ``[request_id, status, body]``: ids
 are positive ints chosen by the requester, verbs short strings, bodies maps of str to plain
@@ -7,13 +7,17 @@ verb's schema before it is used; a violation is a :class:`ProtocolError` (the co
 dropped). Semantic problems (unknown handle, invalid model) are error responses instead.
 
 The first request on a connection must be ``hello`` with this protocol version.
+
+Version 2 added shared memory pools: the ``map`` / ``unmap`` verbs, tensor references
+``[dtype, shape, pool, offset, length]`` among an execute's ``inputs`` and in its new
+``outputs`` field, and outputs written into a pool answered as ``[dtype, shape]``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,13 +41,17 @@ __all__ = [
     "Status",
     "check_request",
     "check_response",
+    "TensorRef",
+    "decode_ref",
     "decode_tensor",
+    "dtype_name",
     "encode_error",
     "encode_tensor",
+    "encode_written",
     "error_from",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 _MAX_ID = 2**53
 _MAX_RANK = 16
 _MAX_DIM = 2**31
@@ -73,7 +81,7 @@ class Status:
 
 Schema = Mapping[str, tuple[tuple[type, ...], bool]]
 _INT, _NUM, _STR = (int,), (int, float), (str,)
-_LIST, _MAP, _BYTES = (list,), (dict,), (bytes,)
+_LIST, _MAP, _BYTES, _BOOL = (list,), (dict,), (bytes,), (bool,)
 _OPT_NUM = (int, float, type(None))
 
 REQUEST_SCHEMAS: dict[str, Schema] = {
@@ -85,8 +93,12 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
     "release": {"handle": (_INT, True)},
     "execute": {"handle": (_INT, True), "inputs": (_LIST, True), "priority": (_INT, False),
                 "deadline": (_OPT_NUM, False), "output_sizes": (_LIST, False),
-                "nfds": (_INT, False)},
+                "outputs": (_LIST, False), "nfds": (_INT, False)},
     "cancel": {"target": (_INT, True)},
+    "map": {"pool": (_INT, True), "kind": (_STR, True), "size": (_INT, True),
+            "writable": (_BOOL, True), "offset": (_INT, False), "name": (_STR, False),
+            "nfds": (_INT, False)},
+    "unmap": {"pool": (_INT, True)},
     # shared-mode service verbs (client -> nnrt serve)
     "compile": {"model": (_MAP, True), "preference": (_INT, False), "priority": (_INT, False),
                 "devices": (_LIST, False)},
@@ -111,7 +123,7 @@ def _check_fields(where: str, body: Any, schema: Schema) -> None:
         spec = schema.get(key)
         if spec is None:
             raise ProtocolError(f"{where}: unknown field {key!r}")
-        if value.__class__ is bool or not isinstance(value, spec[0]):
+        if not isinstance(value, spec[0]) or (value.__class__ is bool and spec[0] is not _BOOL):
             raise ProtocolError(f"{where}: field {key!r} has type {type(value).__name__}")
     for key in _required(schema):
         if key not in body:
@@ -129,7 +141,7 @@ def check_request(message: Any) -> tuple[int, str, dict[str, Any]]:
     if not isinstance(verb, str) or verb not in REQUEST_SCHEMAS:
         raise ProtocolError(f"unknown verb {verb!r}")
     _check_fields(f"request {request_id} ({verb})", body, REQUEST_SCHEMAS[verb])
-    if verb == "execute" and not 0 <= body.get("nfds", 0) <= MAX_FDS_PER_MESSAGE:
+    if "nfds" in body and not 0 <= body["nfds"] <= MAX_FDS_PER_MESSAGE:
         raise ProtocolError(f"request {request_id}: bad nfds")
     return request_id, verb, body
 
@@ -157,6 +169,56 @@ def encode_tensor(array: np.ndarray[Any, Any]) -> list[Any]:
     if name is None:
         raise BadData(f"dtype {array.dtype} cannot cross the wire")
     return [name, list(array.shape), array.tobytes()]
+
+
+def encode_written(array: np.ndarray[Any, Any]) -> list[Any]:
+    """``[dtype, shape]`` for an output the worker wrote into a pool (its bytes stay there)."""
+    name = _NAME_OF.get(array.dtype)
+    if name is None:
+        raise BadData(f"dtype {array.dtype} cannot cross the wire")
+    return [name, list(array.shape)]
+
+
+def dtype_name(dtype: np.dtype[Any]) -> str | None:
+    """The wire name of ``dtype``, or None if it cannot cross the wire."""
+    return _NAME_OF.get(dtype)
+
+
+class TensorRef(NamedTuple):
+    """A decoded ``[dtype, shape, pool, offset, length]`` reference (offset/length unchecked)."""
+
+    dtype: np.dtype[Any]
+    shape: list[int]
+    pool: int
+    offset: int
+    length: int
+
+
+def decode_ref(value: Any, where: str) -> TensorRef:
+    """Check the structure of ``[dtype, shape, pool, offset, length]`` (untrusted).
+
+    Wrong types or lengths are a :class:`ProtocolError`; the values (the pool mapped, offset and
+    length in range and aligned) are checked by whoever holds the pool, as ``BadData``.
+    """
+    if not isinstance(value, list) or len(value) != 5:
+        raise ProtocolError(f"{where}: a tensor reference must be [dtype, shape, pool, offset, "
+                            "length]")
+    dtype, shape, pool, offset, length = value
+    if not isinstance(dtype, str) or dtype not in _DTYPE_OF:
+        raise ProtocolError(f"{where}: unsupported dtype {dtype!r}")
+    _check_shape(shape, where)
+    for name, field in (("pool", pool), ("offset", offset), ("length", length)):
+        if field.__class__ is not int:
+            raise ProtocolError(f"{where}: {name} must be an int, got {type(field).__name__}")
+    return TensorRef(_DTYPE_OF[dtype], shape, pool, offset, length)
+
+
+def _check_shape(shape: Any, where: str) -> None:
+    if shape.__class__ is not list or len(shape) > _MAX_RANK:
+        raise ProtocolError(f"{where}: bad shape {shape!r}")
+    for d in shape:
+        if d.__class__ is not int or not 0 <= d < _MAX_DIM:
+            raise ProtocolError(f"{where}: bad shape {shape!r}")
 
 
 def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:

@@ -19,6 +19,7 @@ from models import add_model
 
 import nnrt
 from nnrt.ipc.framing import FrameReader, encode_frame, send_frame
+from nnrt.ipc.messages import PROTOCOL_VERSION
 
 X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
 EXPECTED = X + np.arange(1, 5, dtype=np.float32)
@@ -147,7 +148,8 @@ def _closed_by_peer(s: socket.socket) -> bool:
 ])
 def test_malformed_frames_close_only_that_connection(service: str, payload: bytes) -> None:
     with _raw(service) as bad, _raw(service) as good:
-        send_frame(good, encode_frame([1, "hello", {"protocol": 1, "client": "t"}]))
+        send_frame(good, encode_frame([1, "hello", {"protocol": PROTOCOL_VERSION,
+                                                     "client": "t"}]))
         bad.sendall(payload)
         if payload.startswith(b"\x05\x00\x00"):
             bad.shutdown(socket.SHUT_WR)
