@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
-from nnrt.driver.pools import PoolTable
+from nnrt.driver.pools import MappedPool, PoolTable
 from nnrt.errors import ResourceExhausted
 from nnrt.ipc.framing import HEADER, FrameReader
 from nnrt.ipc.messages import encode_error
@@ -35,10 +35,15 @@ _log = logging.getLogger("nnrt.driver.service")
 
 @dataclass(frozen=True, slots=True)
 class Handle:
-    """A prepared model held by a connection, with the priority its executes default to."""
+    """A prepared model held by a connection, with the priority its executes default to.
+
+    ``pools`` are the resizable pools (``mmap_fd``, ``blob``) its constants were read from by
+    reference: their size is re-checked before each of its executes.
+    """
 
     prepared: PreparedModel
     priority: int
+    pools: tuple[MappedPool, ...] = ()
 
 
 class Connection:
@@ -113,14 +118,15 @@ class Connection:
 
     # -- handles -----------------------------------------------------------------------------
 
-    def add_handle(self, prepared: PreparedModel, priority: int) -> int:
+    def add_handle(self, prepared: PreparedModel, priority: int,
+                   pools: tuple[MappedPool, ...] = ()) -> int:
         """Register a prepared model and return its new handle (unique on this connection)."""
         if len(self.handles) >= MAX_HANDLES:
             raise ResourceExhausted(f"{self}: already {MAX_HANDLES} prepared models; release "
                                     "some before preparing more")
         handle = self._next_handle
         self._next_handle += 1
-        self.handles[handle] = Handle(prepared, priority)
+        self.handles[handle] = Handle(prepared, priority, pools)
         return handle
 
     # -- ending ------------------------------------------------------------------------------

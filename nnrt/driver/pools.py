@@ -76,8 +76,8 @@ class MappedPool:
     :class:`~nnrt.model.operand.ConstantMemory` (``size``, ``view``) for constants by reference.
     """
 
-    __slots__ = ("_base", "_mmap", "_resizable", "closed", "file_offset", "id", "kind", "size",
-                 "writable")
+    __slots__ = ("_base", "_mmap", "closed", "file_offset", "id", "kind", "resizable",
+                 "size", "writable")
 
     def __init__(self, pool_id: int, kind: str, size: int, writable: bool, mapping: mmap.mmap,
                  base: int, resizable: bool, file_offset: int) -> None:
@@ -91,7 +91,8 @@ class MappedPool:
         self.closed = False
         self._mmap: mmap.mmap | None = mapping
         self._base = base  # where byte 0 of the pool is in the mapping (alignment delta)
-        self._resizable = resizable  # False for a memfd: sealed, its size cannot change
+        #: Whether the file behind it can shrink (``mmap_fd``, ``blob``; a memfd is sealed).
+        self.resizable = resizable
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("rw" if self.writable else "ro")
@@ -106,7 +107,7 @@ class MappedPool:
         ``unmap``) keep the mapping alive.
         """
         mapping = self._mmap
-        if mapping is not None and self._resizable:
+        if mapping is not None and self.resizable:
             actual = mapping.size()  # fstat of the file behind the mapping
             if actual < self.file_offset + self.size:
                 raise BadData(f"{where}: pool {self.id} was truncated to {actual} bytes after "
@@ -117,7 +118,7 @@ class MappedPool:
         mapping = self._mmap
         if mapping is None or self.closed:
             raise BadData(f"{where}: pool {self.id} was unmapped")
-        if self._resizable:
+        if self.resizable:
             actual = mapping.size()  # fstat of the file behind the mapping
             if actual < self.file_offset + self.size:
                 raise BadData(f"{where}: pool {self.id} was truncated to {actual} bytes after "

@@ -91,7 +91,7 @@ class RequestHandlers:
         conn.respond(request_id, Status.OK, {"driver": self._info})
 
     def _supported(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
-        model = model_from_wire(body["model"])
+        model = model_from_wire(body["model"], pools=conn.pools.resolve)
         flags = self._driver.supported_operations(model)
         conn.respond(request_id, Status.OK, {"supported": [bool(f) for f in flags]})
 
@@ -99,11 +99,18 @@ class RequestHandlers:
         preference = _code(ExecutionPreference, body.get(
             "preference", ExecutionPreference.FAST_SINGLE_ANSWER), request_id, "preference")
         priority = _code(Priority, body.get("priority", Priority.MEDIUM), request_id, "priority")
-        model = model_from_wire(body["model"])
+        used: dict[int, MappedPool] = {}
+
+        def resolve(pool_id: int, path: str) -> MappedPool:
+            pool = used[pool_id] = conn.pools.resolve(pool_id, path)
+            return pool
+
+        model = model_from_wire(body["model"], pools=resolve)
         prepared = self._driver.prepare(model, PrepareOptions(preference=preference,
                                                               priority=priority))
         try:
-            handle = conn.add_handle(prepared, int(priority))
+            handle = conn.add_handle(prepared, int(priority),
+                                     tuple(pool for pool in used.values() if pool.resizable))
         except BaseException:
             self._service.executor.release(prepared)
             raise
@@ -161,6 +168,8 @@ class RequestHandlers:
         handle = conn.handles.get(body["handle"])
         if handle is None:
             raise BadData(f"request {request_id}: unknown handle {body['handle']}")
+        if handle.pools:  # constants read from a file or blob: re-checked before the run
+            pools = (*pools, *handle.pools)
         destinations = None
         outputs = body.get("outputs")
         if outputs is not None:

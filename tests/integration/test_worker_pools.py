@@ -19,6 +19,8 @@ from service_client import RawClient, Worker, outputs_of
 from nnrt.ipc.messages import Status, encode_tensor
 from nnrt.model.builder import ModelBuilder
 from nnrt.model.model import Model
+from nnrt.model.types import OperandLifetime
+from nnrt.model.wire import model_to_wire
 
 X = np.array([[1, 2, 3, 4]], np.float32)
 Y = np.array([[10, 20, 30, 40]], np.float32)
@@ -175,6 +177,55 @@ def test_mmap_fd_over_a_file(session: Session, tmp_path: Path) -> None:
     status, body = session.execute(handle, [ref(9, 0), ref(9, 0)])
     assert status == Status.BAD_DATA
     assert f"pool 9 was truncated to {offset + 16} bytes after it was shared" in body["message"]
+    assert session.alive()
+
+
+def constant_model() -> tuple[Model, int, np.ndarray]:
+    """y = x + c on [1, 64]: c is a CONSTANT_REFERENCE (256 bytes); returns it and its index."""
+    c = np.arange(64, dtype=np.float32).reshape(1, 64)
+    b = ModelBuilder()
+    b.output(b.add(b.input("x", (1, 64)), b.constant(c)))
+    model = b.build()
+    (index,) = [i for i, op in enumerate(model.operands)
+                if op.lifetime == OperandLifetime.CONSTANT_REFERENCE]
+    return model, index, c
+
+
+def test_constants_by_reference(session: Session, pool_memfd: tuple[int, mmap.mmap],
+                                tmp_path: Path) -> None:
+    fd, ours = pool_memfd
+    model, index, c = constant_model()
+    ours[1024:1280] = c.tobytes()
+    assert session.map_memfd(1, fd, 4096, writable=False) == (Status.OK, {})
+    wire = model_to_wire(model, lambda i: (1, 1024, 256) if i == index else None)
+    assert "ref" in wire["operands"][index]
+    assert session.call("supported", {"model": wire}) == (Status.OK, {"supported": [True]})
+    status, body = session.call("prepare", {"model": wire})
+    assert status == Status.OK, body
+    handle = body["handle"]
+    x = np.ones((1, 64), np.float32)
+    assert session.call("unmap", {"pool": 1}) == (Status.OK, {})  # the model keeps its views
+    status, body = session.execute(handle, [encode_tensor(x)])
+    assert status == Status.OK
+    np.testing.assert_array_equal(outputs_of(body)[0], x + c)
+    status, body = session.call("prepare", {"model": wire})  # the pool is gone now
+    assert status == Status.BAD_DATA and f"model.operands[{index}].ref" in body["message"]
+    assert "pool 1 was unmapped" in body["message"]
+    # weights in a file: truncating it afterwards is caught before the execute runs
+    path = tmp_path / "weights"
+    path.write_bytes(c.tobytes())
+    with open(path, "r+b") as file:
+        map_file = {"pool": 2, "kind": "mmap_fd", "size": 256, "writable": False, "nfds": 1}
+        assert session.call("map", map_file, fds=[file.fileno()]) == (Status.OK, {})
+    status, body = session.call("prepare", {"model": model_to_wire(
+        model, lambda i: (2, 0, 256) if i == index else None)})
+    assert status == Status.OK, body
+    handle = body["handle"]
+    status, body = session.execute(handle, [encode_tensor(x)])
+    assert status == Status.OK
+    os.truncate(path, 128)
+    status, body = session.execute(handle, [encode_tensor(x)])
+    assert status == Status.BAD_DATA and "pool 2 was truncated to 128 bytes" in body["message"]
     assert session.alive()
 
 
