@@ -118,11 +118,7 @@ class MappedPool:
         mapping = self._mmap
         if mapping is None or self.closed:
             raise BadData(f"{where}: pool {self.id} was unmapped")
-        if self.resizable:
-            actual = mapping.size()  # fstat of the file behind the mapping
-            if actual < self.file_offset + self.size:
-                raise BadData(f"{where}: pool {self.id} was truncated to {actual} bytes after "
-                              f"it was shared (it needs {self.file_offset + self.size})")
+        self.check_size(where)
         return mapping
 
     def array(self, dtype: np.dtype[Any], shape: Sequence[int], offset: Any, length: Any,
