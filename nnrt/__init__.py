@@ -31,6 +31,8 @@ from nnrt.model.types import PaddingCode as PaddingCode
 from nnrt.model.types import Priority as Priority
 
 if TYPE_CHECKING:
+    from nnrt.memory import Memory as Memory
+    from nnrt.memory import TensorRef as TensorRef
     from nnrt.runtime.runtime import CompiledModel as CompiledModel
     from nnrt.runtime.runtime import Runtime as Runtime
     from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 # processes, which import nnrt's model and ops, never load client code (DESIGN.md §3).
 _LAZY = {
     "CompiledModel": "nnrt.runtime.runtime",
+    "Memory": "nnrt.memory",
+    "TensorRef": "nnrt.memory",
     "Runtime": "nnrt.runtime.runtime",
     "RuntimeStatistics": "nnrt.runtime.stats",
     "SyncRuntime": "nnrt.runtime.sync",
@@ -70,6 +74,7 @@ __all__ = [
     "DeadlineMissed",
     "ExecutionPreference",
     "FusedActivation",
+    "Memory",
     "Model",
     "ModelBuilder",
     "NnrtError",
@@ -81,6 +86,7 @@ __all__ = [
     "OutputInsufficientSize",
     "PaddingCode",
     "Priority",
+    "TensorRef",
     "ResourceExhausted",
     "Runtime",
     "RuntimeStatistics",

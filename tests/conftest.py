@@ -25,8 +25,11 @@ def _children() -> set[int]:
 
 
 def _shm_segments() -> set[str]:
+    # nnrt's blob names (and the tests') embed the creating pid: another test run on the same
+    # machine must not look like a leak of this one
+    pid = str(os.getpid())
     try:
-        return {name for name in os.listdir("/dev/shm") if name.startswith("nnrt")}
+        return {name for name in os.listdir("/dev/shm") if name.startswith("nnrt") and pid in name}
     except FileNotFoundError:
         return set()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 from nnrt.errors import BadData, DeadlineMissed, NnrtError, Unsupported
 from nnrt.runtime.pool import PreparedKey, WorkerPool
 from nnrt.runtime.stats import PoolStatistics, RuntimeStatistics
+from nnrt.runtime.transfer import PoolSource
 
 __all__ = ["CompiledRef", "EmbeddedBackend"]
 
@@ -58,15 +59,20 @@ class EmbeddedBackend:
         return [self.pools[d] for d in devices]
 
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
-                      devices: Sequence[str] | None, deadline: float | None) -> CompiledRef:
-        """Prepare on the first device whose driver supports every operation."""
+                      devices: Sequence[str] | None, deadline: float | None,
+                      pools: Sequence[PoolSource] = ()) -> CompiledRef:
+        """Prepare on the first device whose driver supports every operation.
+
+        ``pools`` hold the model's constants by reference; each worker maps them before it
+        prepares the model.
+        """
         body = {"model": wire_model, "preference": preference, "priority": priority}
         reasons = []
         for pool in self._pools_for(devices):
             slot = await pool.acquire(priority, deadline)
             ok = False
             try:
-                key: PreparedKey = (next(self._keys), body)
+                key: PreparedKey = (next(self._keys), body, tuple(pools))
                 await slot.ensure_prepared(key)  # the driver refuses what it cannot run
                 ok = True
                 return CompiledRef(pool.driver, key)
@@ -78,8 +84,14 @@ class EmbeddedBackend:
         raise Unsupported("no device can run the whole model: " + "; ".join(reasons))
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
-                      priority: int, deadline: float | None) -> dict[str, Any]:
-        """Run one execution of ``ref`` on the least-loaded worker of its driver."""
+                      priority: int, deadline: float | None, *,
+                      outputs: list[Any] | None = None,
+                      pools: Collection[PoolSource] = ()) -> dict[str, Any]:
+        """Run one execution of ``ref`` on the least-loaded worker of its driver.
+
+        ``outputs`` are the output references of the request (None: all inline); ``pools``
+        the memories its references name, mapped on the chosen worker first.
+        """
         pool = self.pools[ref.driver]
         slot = pool.try_acquire() or await pool.acquire(priority, deadline)
         ok = False
@@ -87,11 +99,15 @@ class EmbeddedBackend:
             handle = slot.handle_of(ref.key[0])
             if handle is None:
                 handle = await slot.ensure_prepared(ref.key)
+            for memory in pools:
+                await slot.ensure_mapped(memory)
             body: dict[str, Any] = {"handle": handle, "inputs": inputs, "priority": priority}
             if deadline is not None:
                 body["deadline"] = deadline
             if output_sizes is not None:
                 body["output_sizes"] = output_sizes
+            if outputs is not None:
+                body["outputs"] = outputs
             if deadline is None:
                 reply = await slot.request("execute", body)
             else:
@@ -105,6 +121,12 @@ class EmbeddedBackend:
             return reply
         finally:
             pool.release(slot, ok=ok)
+
+    def unmap(self, pool_id: int) -> None:
+        """Make every worker that mapped ``pool_id`` let go of it (no reply awaited)."""
+        for pool in self.pools.values():
+            for slot in pool.slots:
+                slot.unmap(pool_id)
 
     async def release(self, ref: CompiledRef) -> None:
         """Free ``ref`` on every worker that prepared it."""

@@ -251,6 +251,8 @@ class RequestClient:
         #: Executes we gave up on (cancelled, timed out) that the worker has not answered yet:
         #: request id -> time.monotonic() when abandoned. The worker is still busy with them.
         self.abandoned: dict[int, float] = {}
+        #: Notifications waiting for a send (backends without the asyncio fast path).
+        self._notes: list[list[Any]] = []
 
     @property
     def in_flight(self) -> int:
@@ -343,6 +345,8 @@ class RequestClient:
         """
         if self.lost is not None:
             raise UnavailableDevice(self.lost)
+        if self._notes:
+            await self._send_notes()
         request_id = next(self._ids)
         loop = self._loop
         pending = _Pending(loop.create_future() if loop is not None else None)
@@ -359,6 +363,22 @@ class RequestClient:
         if pending.status != Status.OK:
             raise error_from(pending.status, pending.body)
         return pending.body
+
+    def notify(self, verb: str, body: dict[str, Any]) -> None:
+        """Send a request whose reply nobody waits for (e.g. ``unmap``); never blocks.
+
+        Sent at once under asyncio; otherwise queued and sent before the next request.
+        """
+        if self.lost is not None:
+            return
+        message = [next(self._ids), verb, body]
+        if self._notes or not self.framed.send_coalesced(message):
+            self._notes.append(message)
+
+    async def _send_notes(self) -> None:
+        notes, self._notes = self._notes, []
+        for message in notes:
+            await self.framed.send(message)
 
     async def _send_cancel(self, request_id: int) -> None:
         with anyio.CancelScope(shield=True):

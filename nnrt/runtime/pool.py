@@ -24,6 +24,8 @@ from nnrt.errors import DeadlineMissed, UnavailableDevice
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.runtime.connection import FramedSocket, RequestClient
 from nnrt.runtime.process import WorkerProcess
+from nnrt.runtime.sharing import PoolSharing
+from nnrt.runtime.transfer import PoolSource
 
 __all__ = ["PreparedKey", "WorkerPool", "WorkerSlot"]
 
@@ -32,8 +34,9 @@ log = logging.getLogger("nnrt.runtime")
 #: Failed starts in a row, on every slot, after which requests fail instead of waiting.
 MAX_START_FAILURES = 3
 
-#: A compiled model as the pool knows it: (key, prepare request body).
-PreparedKey = tuple[int, dict[str, Any]]
+#: A compiled model as the pool knows it: (key, prepare request body, the pools holding its
+#: constants — mapped on a worker before the model is prepared there).
+PreparedKey = tuple[int, dict[str, Any], tuple["PoolSource", ...]]
 
 
 class WorkerSlot:
@@ -51,6 +54,8 @@ class WorkerSlot:
         self.failures = 0
         self._handles: dict[int, int] = {}
         self._preparing: dict[int, anyio.Event] = {}
+        #: The pools shared with the current worker.
+        self.sharing = PoolSharing()
 
     @property
     def alive(self) -> bool:
@@ -112,13 +117,22 @@ class WorkerSlot:
     def in_flight_lost(self) -> None:
         """Forget per-worker state after the worker is gone."""
         self._handles.clear()
+        self.sharing.reset()
         for event in self._preparing.values():
             event.set()
         self._preparing.clear()
 
+    async def ensure_mapped(self, pool: PoolSource) -> None:
+        """Share ``pool`` with this slot's worker unless it has it already (once per worker)."""
+        await self.sharing.ensure(self._require_client(), pool)
+
+    def unmap(self, pool_id: int) -> None:
+        """Tell the worker to let go of ``pool_id`` (no reply awaited); no-op if not shared."""
+        self.sharing.unmap(self.client, pool_id)
+
     async def ensure_prepared(self, key: PreparedKey) -> int:
         """The worker-side handle of ``key``, preparing it on this worker first if needed."""
-        model_key, body = key
+        model_key, body, pools = key
         while True:
             handle = self._handles.get(model_key)
             if handle is not None:
@@ -127,6 +141,8 @@ class WorkerSlot:
             if event is None:
                 break
             await event.wait()
+        for pool in pools:
+            await self.ensure_mapped(pool)
         client = self._require_client()
         event = anyio.Event()
         self._preparing[model_key] = event

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from anyio.abc import TaskGroup
@@ -14,7 +14,9 @@ from nnrt.errors import UnavailableDevice
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.runtime.backend import CompiledRef
 from nnrt.runtime.connection import FramedSocket, RequestClient
+from nnrt.runtime.sharing import PoolSharing
 from nnrt.runtime.stats import RuntimeStatistics
+from nnrt.runtime.transfer import PoolSource
 
 __all__ = ["RemoteBackend"]
 
@@ -27,6 +29,8 @@ class RemoteBackend:
         self._client: RequestClient | None = None
         self._devices: list[DriverInfo] = []
         self._stats = RuntimeStatistics()
+        #: The pools shared with the service (it shares them with its workers in turn).
+        self.sharing = PoolSharing()
 
     async def start(self, tg: TaskGroup) -> None:
         """Connect, run the receive loop in ``tg`` and say hello."""
@@ -52,27 +56,42 @@ class RemoteBackend:
         return self._client
 
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
-                      devices: Sequence[str] | None, deadline: float | None) -> CompiledRef:
+                      devices: Sequence[str] | None, deadline: float | None,
+                      pools: Sequence[PoolSource] = ()) -> CompiledRef:
         """Ask the service to compile; the returned handle is scoped to this connection."""
         body: dict[str, Any] = {"model": wire_model, "preference": preference,
                                 "priority": priority}
         if devices is not None:
             body["devices"] = list(devices)
-        reply = await self._require().request("compile", body)
+        client = self._require()
+        for pool in pools:
+            await self.sharing.ensure(client, pool)
+        reply = await client.request("compile", body)
         handle, driver = reply.get("handle"), reply.get("driver")
         if not isinstance(handle, int) or isinstance(handle, bool) or not isinstance(driver, str):
             raise UnavailableDevice("malformed compile reply from the service")
-        return CompiledRef(driver, (handle, {}))
+        return CompiledRef(driver, (handle, {}, ()))
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
-                      priority: int, deadline: float | None) -> dict[str, Any]:
-        """Execute on the service."""
+                      priority: int, deadline: float | None, *,
+                      outputs: list[Any] | None = None,
+                      pools: Collection[PoolSource] = ()) -> dict[str, Any]:
+        """Execute on the service (sharing the request's pools with it first)."""
+        client = self._require()
+        for pool in pools:
+            await self.sharing.ensure(client, pool)
         body: dict[str, Any] = {"handle": ref.key[0], "inputs": inputs, "priority": priority}
         if deadline is not None:
             body["deadline"] = deadline
         if output_sizes is not None:
             body["output_sizes"] = output_sizes
-        return await self._require().request("execute", body)
+        if outputs is not None:
+            body["outputs"] = outputs
+        return await client.request("execute", body)
+
+    def unmap(self, pool_id: int) -> None:
+        """Tell the service to let go of ``pool_id`` (no reply awaited)."""
+        self.sharing.unmap(self._client, pool_id)
 
     async def release(self, ref: CompiledRef) -> None:
         """Release on the service."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
@@ -16,15 +17,18 @@ from anyio.abc import TaskGroup
 from nnrt.driver.base import DriverInfo
 from nnrt.driver.discovery import load_driver
 from nnrt.errors import BadData, BadState, OutputInsufficientSize
-from nnrt.ipc.framing import ProtocolError
-from nnrt.ipc.messages import decode_tensor, encode_tensor
+from nnrt.memory import Memory, TensorRef
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
 from nnrt.model.types import ExecutionPreference, Priority
 from nnrt.model.wire import model_to_wire
 from nnrt.ops.interpreter import InputBinder, Inputs
+from nnrt.runtime.arena import DEFAULT_ARENA_LIMIT, Arena
 from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
+from nnrt.runtime.constants import place_constants
+from nnrt.runtime.memories import MemoryManager
 from nnrt.runtime.stats import RuntimeStatistics
+from nnrt.runtime.transfer import PoolSource, Transfer
 
 if TYPE_CHECKING:
     from nnrt.runtime.sync import SyncRuntime
@@ -32,22 +36,36 @@ if TYPE_CHECKING:
 __all__ = ["CompiledModel", "Runtime"]
 
 Array = np.ndarray[Any, Any]
+_DTYPE_NAMES = {np.dtype(n): n for n in ("float32", "float16", "int32", "uint32", "uint8",
+                                          "int8", "int16", "uint16", "bool")}
+#: Capacity reported for outputs that have a shared-memory buffer (checked by reference).
+_UNLIMITED = 2**62
 
 
 class Backend(Protocol):
     """What the runtime needs from the embedded pools or from a shared service."""
 
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
-                      devices: Sequence[str] | None, deadline: float | None) -> CompiledRef: ...
+                      devices: Sequence[str] | None, deadline: float | None,
+                      pools: Sequence[PoolSource] = ()) -> CompiledRef: ...
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
-                      priority: int, deadline: float | None) -> dict[str, Any]: ...
+                      priority: int, deadline: float | None, *,
+                      outputs: list[Any] | None = None,
+                      pools: Collection[PoolSource] = ()) -> dict[str, Any]: ...
 
     async def release(self, ref: CompiledRef) -> None: ...
 
     def statistics(self) -> RuntimeStatistics: ...
 
     def devices(self) -> list[Any]: ...
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _deadline(timeout: float | None) -> float | None:
@@ -66,12 +84,16 @@ class Runtime:
     raises or is cancelled. ``Runtime(connect=PATH)`` uses the pools of an ``nnrt serve``
     service instead. ``max_in_flight`` bounds the requests sent to one worker (backpressure);
     a worker that has not stopped a cancelled or timed-out execution ``cancel_grace`` seconds
-    later (one operation running on and on) is killed and restarted.
+    later (one operation running on and on) is killed and restarted. Plain ndarrays larger than
+    64 KiB travel through a shared arena of at most ``arena_limit`` bytes (0: never).
+
+    ``rt.memory`` creates shared memories (:class:`nnrt.Memory`) closed with the runtime.
     """
 
     def __init__(self, *, drivers: Sequence[str] = ("reference",),
                  workers: int | Mapping[str, int] | None = None, connect: str | None = None,
-                 max_in_flight: int = 16, cancel_grace: float = 5.0) -> None:
+                 max_in_flight: int = 16, cancel_grace: float = 5.0,
+                 arena_limit: int = DEFAULT_ARENA_LIMIT) -> None:
         if not drivers:
             raise BadData("Runtime needs at least one driver")
         self._drivers = list(dict.fromkeys(drivers))
@@ -97,6 +119,11 @@ class Runtime:
         self._backend: Backend | None = None
         self._closer: Any = None
         self._tg: TaskGroup | None = None
+        self._arena_limit = arena_limit
+        self._arena: Arena | None = None
+        #: Shared memories of this runtime (``rt.memory.create(size)`` and friends).
+        self.memory = MemoryManager()
+        self._packed: dict[int, Memory] = {}
 
     async def __aenter__(self) -> Self:
         if self._backend is not None:
@@ -114,6 +141,7 @@ class Runtime:
                 await self._tg.__aexit__(None, None, None)
                 raise
             self._backend, self._closer = remote, remote.close
+            self._started(remote.unmap)
             return self
         for name in self._drivers:
             load_driver(name)  # fail fast, in this process, with the list of known drivers
@@ -129,7 +157,12 @@ class Runtime:
             await self._tg.__aexit__(None, None, None)
             raise
         self._backend, self._closer = embedded, embedded.close
+        self._started(embedded.unmap)
         return self
+
+    def _started(self, unmap: Callable[[int], None]) -> None:
+        self._arena = Arena(self._arena_limit)
+        self.memory.attach(unmap, loop=_asyncio_loop())
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> bool | None:
@@ -141,6 +174,13 @@ class Runtime:
         tg, self._tg = self._tg, None
         if tg is None:
             return
+        self.memory.attach(None, loop=None)
+        for packed in self._packed.values():
+            packed.close()
+        self._packed.clear()
+        if self._arena is not None:
+            self._arena.close()
+        self.memory.close()
         if self._closer is not None:
             self._closer()
         self._backend = None
@@ -166,9 +206,21 @@ class Runtime:
         if not Priority.LOW <= prio <= Priority.HIGH:
             raise BadData(f"priority must be between {Priority.LOW} and {Priority.HIGH}")
         deadline = _deadline(timeout)
-        wire = model_to_wire(model)
-        ref = await backend.compile(wire, int(pref), prio, devices, deadline)
-        return CompiledModel(self, model, ref, prio)
+        placed = place_constants(model)
+        try:
+            wire = model_to_wire(model, placed.place)
+            for pool in placed.pools:
+                self.memory.watch(pool)
+            ref = await backend.compile(wire, int(pref), prio, devices, deadline, placed.pools)
+        except BaseException:
+            if placed.packed is not None:
+                placed.packed.close()
+            raise
+        compiled = CompiledModel(self, model, ref, prio)
+        if placed.packed is not None:
+            compiled.constants = placed.packed
+            self._packed[placed.packed.id] = placed.packed
+        return compiled
 
     def statistics(self) -> RuntimeStatistics:
         """Queue depth, in flight, completed, failed and worker restarts per driver.
@@ -210,57 +262,88 @@ class CompiledModel:
         self._binder = InputBinder(model)
         self._out_dtypes = tuple(dtype_of(model.operands[i].type) for i in model.outputs)
         self._out_names = tuple(dt.name for dt in self._out_dtypes)
+        inferred = model.inferred_dims
+        #: Per output, its shape when statically known (every dim > 0), else None.
+        self._static_shapes = tuple(
+            inferred[i] if inferred[i] and all(d > 0 for d in inferred[i]) else None
+            for i in model.outputs)
+        #: The memory holding constants the runtime packed for this model (if any).
+        self.constants: Memory | None = None
 
     @property
     def device(self) -> str:
         """The driver running this model."""
         return self.ref.driver
 
-    async def execute(self, inputs: Inputs, *, outputs: Sequence[Array] | None = None,
-                      timeout: float | None = None) -> list[Array]:
+    async def execute(self, inputs: Inputs, *,
+                      outputs: Sequence[Array | TensorRef | None] | None = None,
+                      timeout: float | None = None, views: bool = False) -> list[Array]:
         """Run the model once; returns the outputs with their actual shapes.
 
-        ``inputs``: a list in model input order or a dict keyed by position or name.
-        ``outputs``: optional caller buffers; results are written into them and views of them
-        returned. A buffer too small raises ``OutputInsufficientSize`` with every output's shape.
+        ``inputs``: a list in model input order or a dict keyed by position or name; each an
+        ndarray (a view of an :class:`nnrt.Memory` travels by reference, with no copy), a
+        :class:`nnrt.TensorRef`, or anything array-like. ``outputs``: optional caller buffers,
+        one per output (None for "return it"): an ndarray in shared memory or a ``TensorRef``
+        is written in place by the worker; a plain ndarray receives a copy. The returned arrays
+        are then views of those buffers. A buffer too small raises ``OutputInsufficientSize``
+        with every output's shape. ``views=True`` returns large results as views of the
+        runtime's shared arena instead of copies (the memory is reused once they are collected).
         """
         if self.ref.released:
             raise BadState("this compiled model was released")
-        backend = self.runtime._require_backend()
-        tensors = [encode_tensor(arr) for arr in self._binder.bind(inputs)]
-        sizes = self._output_sizes(outputs)
-        reply = await backend.execute(self.ref, tensors, sizes, self.priority,
-                                      _deadline(timeout))
-        results = self._decode(reply)
+        runtime = self.runtime
+        backend = runtime._require_backend()
+        memory = runtime.memory
+        if memory._released:
+            memory.flush()
+        arrays = self._binder.bind(_ref_views(inputs))
+        transfer = Transfer(runtime._arena)
+        try:
+            tensors = [transfer.input(arr, _dtype_name(arr)) for arr in arrays]
+            refs, sizes = self._outputs(transfer, outputs)
+            for pool in transfer.pools.values():
+                memory.watch(pool)
+            reply = await backend.execute(self.ref, tensors, sizes, self.priority,
+                                          _deadline(timeout), outputs=refs,
+                                          pools=list(transfer.pools.values()))
+            results = transfer.decode(reply, self._out_names, views,
+                                      None if outputs is None else list(outputs))
+        finally:
+            transfer.close()
         if outputs is not None:
-            return [_write_into(buffer, result) for buffer, result in
-                    zip(outputs, results, strict=True)]
+            return [result if not isinstance(target, np.ndarray) or _shares(result, target)
+                    else _write_into(target, result)
+                    for target, result in zip(outputs, results, strict=True)]
         return results
 
-    def _output_sizes(self, outputs: Sequence[Array] | None) -> list[int] | None:
-        if outputs is None:
-            return None
-        if len(outputs) != len(self.model.outputs):
-            raise BadData(f"expected {len(self.model.outputs)} output buffers, got "
-                          f"{len(outputs)}")
-        for j, (buffer, expected) in enumerate(zip(outputs, self._out_dtypes, strict=True)):
-            if not isinstance(buffer, np.ndarray) or buffer.dtype != expected:
-                raise BadData(f"output {j}: expected an ndarray of {expected}")
-            if not buffer.flags.c_contiguous or not buffer.flags.writeable:
-                raise BadData(f"output {j}: the buffer must be C-contiguous and writeable")
-        return [int(b.nbytes) for b in outputs]
-
-    def _decode(self, reply: dict[str, Any]) -> list[Array]:
-        raw = reply.get("outputs")
-        names = self._out_names
-        if not isinstance(raw, list) or len(raw) != len(names):
-            raise ProtocolError("execute reply has the wrong number of outputs")
-        results = []
-        for j, value in enumerate(raw):
-            if not isinstance(value, list) or not value or value[0] != names[j]:
-                raise ProtocolError(f"output {j}: expected a {names[j]} tensor")
-            results.append(decode_tensor(value, f"output {j}").copy())
-        return results
+    def _outputs(self, transfer: Transfer, outputs: Any
+                 ) -> tuple[list[Any] | None, list[int] | None]:
+        """The request's output references and inline buffer sizes."""
+        count = len(self._out_dtypes)
+        if outputs is not None and (not isinstance(outputs, list | tuple)
+                                    or len(outputs) != count):
+            raise BadData(f"outputs must be a list of {count} buffers (None for an output to "
+                          "return)")
+        refs = []
+        sizes = []
+        for j in range(count):
+            target = None if outputs is None else outputs[j]
+            if target is not None and not isinstance(target, np.ndarray | TensorRef):
+                raise BadData(f"output {j}: expected an ndarray or a TensorRef, got "
+                              f"{type(target).__name__}")
+            if isinstance(target, np.ndarray):
+                expected = self._out_dtypes[j]
+                if target.dtype != expected:
+                    raise BadData(f"output {j}: expected an ndarray of {expected}")
+                if not target.flags.c_contiguous or not target.flags.writeable:
+                    raise BadData(f"output {j}: the buffer must be C-contiguous and writeable")
+            refs.append(transfer.output_ref(j, target, self._out_dtypes[j], self._out_names[j],
+                                            self._static_shapes[j]))
+            sizes.append(target.nbytes if isinstance(target, np.ndarray) else _UNLIMITED)
+        inline_buffers = outputs is not None and any(
+            isinstance(t, np.ndarray) and r is None for t, r in zip(outputs, refs, strict=True))
+        return (refs if any(r is not None for r in refs) else None), (
+            sizes if inline_buffers else None)
 
     async def release(self) -> None:
         """Free this model on every worker; executing it afterwards raises ``BadState``."""
@@ -268,6 +351,29 @@ class CompiledModel:
         if backend is not None:
             await backend.release(self.ref)
         self.ref.released = True
+        if self.constants is not None:
+            self.runtime._packed.pop(self.constants.id, None)
+            self.constants.close()
+
+
+def _ref_views(inputs: Inputs) -> Inputs:
+    """``inputs`` with every TensorRef replaced by its ndarray view (recognised as shared)."""
+    if isinstance(inputs, Mapping):
+        if any(isinstance(v, TensorRef) for v in inputs.values()):
+            return {k: v.ndarray() if isinstance(v, TensorRef) else v for k, v in inputs.items()}
+        return inputs
+    if any(isinstance(v, TensorRef) for v in inputs):
+        return [v.ndarray() if isinstance(v, TensorRef) else v for v in inputs]
+    return inputs
+
+
+def _dtype_name(array: Array) -> str:
+    return _DTYPE_NAMES.get(array.dtype) or array.dtype.name
+
+
+def _shares(result: Array, buffer: Array) -> bool:
+    """Whether ``result`` already lives at the start of ``buffer`` (written in place)."""
+    return bool(result.__array_interface__["data"][0] == buffer.__array_interface__["data"][0])
 
 
 def _write_into(buffer: Array, result: Array) -> Array:

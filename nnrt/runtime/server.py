@@ -9,6 +9,7 @@ breaks the protocol loses its connection; the service and the other clients carr
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import signal
@@ -21,6 +22,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from nnrt.driver.pools import MappedPool, PoolTable
 from nnrt.errors import BadData, NnrtError, ResourceExhausted
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import PROTOCOL_VERSION, Status, check_request, encode_error
@@ -52,12 +54,45 @@ def peer_credentials(sock: socket.socket) -> PeerCredentials:
     return PeerCredentials(pid, uid, gid)
 
 
+_pool_ids = itertools.count(1)
+
+
+class ReceivedPool:
+    """A pool a client shared with the service: checked and mapped like a worker does, with a
+    duplicate of its fd kept to share it with the workers (under a service-wide id)."""
+
+    def __init__(self, mapped: MappedPool, fd: int, name: str | None) -> None:
+        self.id = next(_pool_ids)
+        self.mapped = mapped
+        self.kind = mapped.kind
+        self.size = mapped.size
+        self.writable = mapped.writable
+        self.file_offset = mapped.file_offset
+        self.name = name
+        self.closed = False
+        self._fd = fd
+
+    def fileno(self) -> int:
+        """The kept descriptor (memfd, mmap_fd)."""
+        return self._fd
+
+    def close(self) -> None:
+        """Close the kept descriptor (idempotent)."""
+        if not self.closed:
+            self.closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+
+
 class _Session:
     def __init__(self, backend: EmbeddedBackend, sock: socket.socket) -> None:
         self.backend = backend
         self.creds = peer_credentials(sock)
         self.framed = FramedSocket(sock)
         self.handles: dict[int, CompiledRef] = {}
+        #: The pools this client shared: mapped (checked) here, by the client's ids.
+        self.pools = PoolTable()
+        self.received: dict[int, ReceivedPool] = {}
         self.running: dict[int, anyio.CancelScope] = {}
         self.greeted = False
         self._next_handle = 1
@@ -79,6 +114,11 @@ class _Session:
                     with contextlib.suppress(NnrtError):
                         await self.backend.release(ref)
             self.handles.clear()
+            for received in self.received.values():
+                self.backend.unmap(received.id)
+                received.close()
+            self.received.clear()
+            self.pools.close_all()
 
     def _on_message(self, message: Any) -> None:
         request_id, verb, body = check_request(message)
@@ -88,6 +128,14 @@ class _Session:
             scope = self.running.get(body["target"])
             if scope is not None:
                 scope.cancel()
+            return
+        if verb in ("map", "unmap"):  # descriptors are claimed in arrival order: at once
+            try:
+                self._map(request_id, body) if verb == "map" else self._unmap(request_id, body)
+            except NnrtError as exc:
+                self._spawn(request_id, _raise, exc)
+            else:
+                self._spawn(request_id, _ok)
             return
         if len(self.running) >= MAX_REQUESTS_PER_CLIENT:
             self._spawn(request_id, self._refuse)
@@ -123,6 +171,42 @@ class _Session:
         with contextlib.suppress(NnrtError, OSError):
             await self.framed.send([request_id, status, reply])
 
+    def _map(self, request_id: int, body: dict[str, Any]) -> None:
+        fds = self.framed.reader.take_fds(body.get("nfds", 0))
+        kept = -1
+        try:
+            if fds:
+                kept = os.dup(fds[0])
+            mapped = self.pools.map(f"request {request_id}", body, fds)  # closes ``fds``
+        except BaseException:
+            if kept >= 0:
+                os.close(kept)
+            raise
+        self.received[mapped.id] = ReceivedPool(mapped, kept, body.get("name"))
+
+    def _unmap(self, request_id: int, body: dict[str, Any]) -> None:
+        self.pools.unmap(body["pool"], f"request {request_id}")
+        received = self.received.pop(body["pool"], None)
+        if received is not None:
+            self.backend.unmap(received.id)
+            received.close()
+
+    def _shared(self, pool_id: Any, where: str) -> ReceivedPool:
+        self.pools.get(pool_id, where)  # the precise error for unknown / released ids
+        return self.received[pool_id]
+
+    def _translate(self, entries: list[Any], where: str, used: dict[int, ReceivedPool]
+                   ) -> list[Any]:
+        """Tensor entries with the client's pool ids replaced by the service-wide ones."""
+        translated = []
+        for position, entry in enumerate(entries):
+            if isinstance(entry, list) and len(entry) == 5:
+                received = self._shared(entry[2], f"{where} {position}")
+                used[received.id] = received
+                entry = [entry[0], entry[1], received.id, entry[3], entry[4]]
+            translated.append(entry)
+        return translated
+
     async def _refuse(self) -> dict[str, Any]:
         raise ResourceExhausted(f"more than {MAX_REQUESTS_PER_CLIENT} requests in flight")
 
@@ -140,12 +224,25 @@ class _Session:
         return {"pools": self.backend.statistics().to_wire()}
 
     async def _do_compile(self, body: dict[str, Any]) -> dict[str, Any]:
-        model = model_from_wire(body["model"])  # untrusted: rebuilt and validated here
+        # untrusted: rebuilt and validated here, constants by reference read from the pools
+        model = model_from_wire(body["model"], pools=self.pools.resolve)
         devices = body.get("devices")
         if devices is not None and not all(isinstance(d, str) for d in devices):
             raise BadData("devices must be a list of driver names")
-        ref = await self.backend.compile(model_to_wire(model), body.get("preference", 1),
-                                         body.get("priority", 100), devices, None)
+        used: dict[int, ReceivedPool] = {}
+
+        def place(index: int) -> tuple[int, int, int] | None:
+            location = model.operands[index].location
+            if location is None or not isinstance(location.memory, MappedPool):
+                return None
+            received = self.received[location.memory.id]
+            used[received.id] = received
+            return (received.id, location.offset, location.length)
+
+        wire = model_to_wire(model, place)
+        ref = await self.backend.compile(wire, body.get("preference", 1),
+                                         body.get("priority", 100), devices, None,
+                                         list(used.values()))
         handle, self._next_handle = self._next_handle, self._next_handle + 1
         self.handles[handle] = ref
         return {"handle": handle, "driver": ref.driver}
@@ -160,9 +257,15 @@ class _Session:
     async def _do_execute(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self._ref(body["handle"])
         deadline = body.get("deadline")
-        return await self.backend.execute(ref, body["inputs"], body.get("output_sizes"),
+        used: dict[int, ReceivedPool] = {}
+        inputs = self._translate(body["inputs"], "input", used)
+        outputs = body.get("outputs")
+        if outputs is not None:
+            outputs = self._translate(outputs, "output", used)
+        return await self.backend.execute(ref, inputs, body.get("output_sizes"),
                                           body.get("priority", 100),
-                                          float(deadline) if deadline is not None else None)
+                                          float(deadline) if deadline is not None else None,
+                                          outputs=outputs, pools=list(used.values()))
 
     async def _do_release(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self.handles.pop(body["handle"], None)
@@ -170,6 +273,14 @@ class _Session:
             raise BadData(f"unknown handle {body['handle']}")
         await self.backend.release(ref)
         return {}
+
+
+async def _ok() -> dict[str, Any]:
+    return {}
+
+
+async def _raise(exc: NnrtError) -> dict[str, Any]:
+    raise exc
 
 
 def _listen(path: str) -> socket.socket:

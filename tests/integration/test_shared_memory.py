@@ -1,0 +1,158 @@
+"""Shared memory through ``nnrt serve``: pools from client processes, scoped and released."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_memory_runtime import add_weights_model, mul_model
+from test_shared import _wait_ready
+
+import nnrt
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class Service:
+    def __init__(self, path: str, proc: subprocess.Popen[bytes]) -> None:
+        self.path = path
+        self.proc = proc
+
+    def workers(self) -> list[int]:
+        pids: list[int] = []
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            pids.extend(int(p) for p in (task / "children").read_text().split())
+        return pids
+
+    def footprint(self) -> tuple[int, int]:
+        """(fds of the service, memfd mappings of its workers)."""
+        fds = len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+        maps = 0
+        for pid in self.workers():
+            with open(f"/proc/{pid}/maps") as f:
+                maps += sum(1 for line in f if "memfd:" in line)
+        return fds, maps
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    path = str(tmp_path / "nnrt.sock")
+    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
+                             "--workers", "1"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path):
+            assert proc.poll() is None and time.monotonic() < deadline, "service did not start"
+            time.sleep(0.05)
+        _wait_ready(path)
+        yield Service(path, proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+
+
+async def test_memfd_in_place_through_the_service(service: Service) -> None:
+    async with nnrt.Runtime(connect=service.path) as rt:
+        compiled = await rt.compile(mul_model((2, 3)))
+        with rt.memory.create(4096) as memory:
+            x = memory.ndarray(np.float32, (2, 3))
+            y = memory.ndarray(np.float32, (2, 3), 512)
+            x[:] = 4
+            (result,) = await compiled.execute([x], outputs=[y])
+            np.testing.assert_array_equal(y, np.full((2, 3), 8, np.float32))
+            assert np.shares_memory(result, y)
+            del x, y, result
+
+
+async def test_weights_by_reference_through_the_service(service: Service,
+                                                        tmp_path: Path) -> None:
+    weights = np.arange(512, dtype=np.float32)
+    path = tmp_path / "w.bin"
+    path.write_bytes(weights.tobytes())
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        async with nnrt.Runtime(connect=service.path) as rt:
+            memory = rt.memory.from_fd(fd, 0, weights.nbytes, mmap.PROT_READ)
+            compiled = await rt.compile(add_weights_model(memory, 512))
+            (y,) = await compiled.execute([np.ones(512, np.float32)])
+            np.testing.assert_array_equal(y, weights + 1)
+    finally:
+        os.close(fd)
+
+
+async def test_unknown_pool_ids_stay_scoped_to_their_client(service: Service) -> None:
+    async with nnrt.Runtime(connect=service.path) as first, \
+            nnrt.Runtime(connect=service.path) as second:
+        compiled = await second.compile(mul_model((4,)))
+        with first.memory.create(256) as memory:
+            x = memory.ndarray(np.float32, (4,))
+            x[:] = 1
+            await (await first.compile(mul_model((4,)))).execute([x])  # shared by `first` only
+            body = {"handle": compiled.ref.key[0], "priority": 100,
+                    "inputs": [["float32", [4], memory.id, 0, 16]]}
+            client = second._backend._require()  # type: ignore[union-attr]
+            with pytest.raises(nnrt.BadData, match="unknown pool"):
+                await client.request("execute", body)
+            del x
+
+
+CLIENT = textwrap.dedent("""
+    import sys, os, anyio, numpy as np, nnrt
+    sys.path.insert(0, {tests!r})
+    from test_memory_runtime import add_weights_model, mul_model
+
+    async def main():
+        async with nnrt.Runtime(connect={path!r}) as rt:
+            compiled = await rt.compile(mul_model((4,)))
+            memories = [rt.memory.create(4096) for _ in range(8)]
+            for memory in memories:
+                x = memory.ndarray(np.float32, (4,))
+                x[:] = 1
+                await compiled.execute([x], outputs=[memory.ndarray(np.float32, (4,), 64)])
+            print("mapped", flush=True)
+            await anyio.sleep(60)
+
+    anyio.run(main)
+""")
+
+
+def test_pools_of_a_killed_client_are_released(service: Service) -> None:
+    fds, maps = service.footprint()
+    tests = str(Path(__file__).parent)
+    client = subprocess.Popen([sys.executable, "-c", CLIENT.format(tests=tests,
+                                                                   path=service.path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None and client.stdout.readline().strip() == "mapped"
+        during_fds, during_maps = service.footprint()
+        assert during_fds >= fds + 8 and during_maps >= maps + 8
+    finally:
+        client.kill()
+        client.wait()
+        client.stdout.close()  # type: ignore[union-attr]
+    deadline = time.monotonic() + 10
+    while not released(service, fds, maps) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert released(service, fds, maps), service.footprint()
+
+
+def released(service: Service, fds: int, maps: int) -> bool:
+    """No more service fds than before (the baseline may hold a closing probe connection)
+    and exactly the worker mappings of before."""
+    now_fds, now_maps = service.footprint()
+    return now_fds <= fds and now_maps == maps
