@@ -5,8 +5,9 @@ Run: .venv/bin/python benchmarks/zero_copy.py [--sizes 1K,1M,16M,64M,256M] [--re
 Side by side, in one run, per size (median of ``--repeat`` round trips after a warm-up):
 - floor: in-process ``np.multiply(x, 2, out=y)`` on preallocated arrays;
 - (a) nnrt with Memory-backed input and output (one memfd, shared with the worker once);
-- (b) nnrt with plain ndarrays (through the runtime's shared arena; results copied out);
-- (b') the same with ``views=True`` (results returned as views of the arena);
+- (b) nnrt with plain ndarrays (through the runtime's shared arena; results returned as views of
+  the arena, the default);
+- (b') the same with ``copy=True`` (results copied out of the arena);
 - (c) ``ProcessPoolExecutor`` + ``run_in_executor`` (x and the result pickled through a pipe);
 - (d) ``multiprocessing.shared_memory`` by hand: segments attached once by a pool worker that
   multiplies in place and returns nothing.
@@ -23,7 +24,7 @@ import platform
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from multiprocessing import resource_tracker, shared_memory
+from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
@@ -59,8 +60,6 @@ def attach_and_double(x_name: str, y_name: str, count: int) -> None:
     if arrays is None:
         x_shm = shared_memory.SharedMemory(x_name)
         y_shm = shared_memory.SharedMemory(y_name)
-        for shm in (x_shm, y_shm):  # attached, not owned: the parent unlinks (Python < 3.13)
-            resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
         arrays = _SEGMENTS[x_name] = (x_shm, y_shm,
                                       np.ndarray((count,), np.float32, x_shm.buf),
                                       np.ndarray((count,), np.float32, y_shm.buf))
@@ -108,11 +107,11 @@ async def measure_size(nbytes: int, repeat: int) -> dict[str, float]:
 
         figures["b"] = await timed(plain, repeat)
 
-        async def plain_views() -> None:
-            (y,) = await compiled.execute([x], views=True)
+        async def plain_copy() -> None:
+            (y,) = await compiled.execute([x], copy=True)
             assert y.shape == x.shape
 
-        figures["b_views"] = await timed(plain_views, repeat)
+        figures["b_copy"] = await timed(plain_copy, repeat)
         memory.close()  # the mapping lives on until the views above are gone
 
     loop = asyncio.get_running_loop()
@@ -155,14 +154,14 @@ def ms(seconds: float) -> str:
 async def main(sizes: list[int], repeat: int) -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, numpy {np.__version__}, nnrt {nnrt.__version__}")
-    print("\n| size | floor ms | (a) Memory ms | (b) arena ms | (b) views ms | (c) pickle ms "
+    print("\n| size | floor ms | (a) Memory ms | (b) arena ms | (b') copy ms | (c) pickle ms "
           "| (d) shm by hand ms |\n|---|---:|---:|---:|---:|---:|---:|")
     results = {}
     for nbytes in sizes:
         f = await measure_size(nbytes, repeat)
         results[nbytes] = f
         print(f"| {label(nbytes)} | {ms(f['floor'])} | {ms(f['a'])} | {ms(f['b'])} | "
-              f"{ms(f['b_views'])} | {ms(f['c'])} | {ms(f['d'])} |", flush=True)
+              f"{ms(f['b_copy'])} | {ms(f['c'])} | {ms(f['d'])} |", flush=True)
     print("\n| size | (a) <= floor + 0.25 ms + 5% | (a) speed-up vs (c) | (b) speed-up vs (c) |"
           "\n|---|---|---:|---:|")
     for nbytes, f in results.items():

@@ -49,6 +49,8 @@ MAX_CACHE_FILES = 32
 #: Length of a compilation cache token (NNAPI's BYTE_SIZE_OF_CACHE_TOKEN).
 CACHE_TOKEN_BYTES = 32
 _DEFAULT_OPTIONS = PrepareOptions()
+#: Every pool kind nnrt shares with drivers.
+_ALL_KINDS = frozenset({"memfd", "mmap_fd", "blob"})
 
 
 class Driver(abc.ABC):
@@ -65,7 +67,11 @@ class Driver(abc.ABC):
         return info
 
     def supported_operations(self, model: Model) -> list[bool]:
-        """Per operation of the finished ``model``, whether this driver can run it."""
+        """Per operation of the finished ``model``, whether this driver can run it.
+
+        An operation reading a constant from a memory kind the driver cannot map (see
+        :meth:`memory_kinds`) is not supported, whatever the driver's hook says (SEEDS §2).
+        """
         self._require_finished(model, "supported_operations")
         flags = self._supported_operations(model)
         count = len(model.operations)
@@ -73,7 +79,30 @@ class Driver(abc.ABC):
                 isinstance(f, bool) for f in flags):
             raise OpFailed(f"driver {self._name()}: _supported_operations() must return a list "
                            f"of {count} bools, got {flags!r:.120}")
+        kinds = self.memory_kinds()
+        if kinds != _ALL_KINDS:
+            flags = [ok and self._memory_reason(model, i, kinds) is None
+                     for i, ok in enumerate(flags)]
         return flags
+
+    def memory_kinds(self) -> frozenset[str]:
+        """The pool kinds (``memfd``, ``mmap_fd``, ``blob``) this driver can map and access."""
+        kinds = self._memory_kinds()
+        if not isinstance(kinds, frozenset) or not kinds <= _ALL_KINDS:
+            raise OpFailed(f"driver {self._name()}: _memory_kinds() must return a frozenset of "
+                           f"{sorted(_ALL_KINDS)}, got {kinds!r:.80}")
+        return kinds
+
+    @staticmethod
+    def _memory_reason(model: Model, op_index: int, kinds: frozenset[str]) -> str | None:
+        operands = model.operands
+        for k in model.operations[op_index].inputs:
+            location = operands[k].location
+            kind = getattr(location.memory, "kind", None) if location is not None else None
+            if kind is not None and kind not in kinds:
+                return (f"operand {k} is a constant in {kind} memory, which this driver cannot "
+                        f"map (it maps {', '.join(sorted(kinds)) or 'none'})")
+        return None
 
     def cache_files_needed(self) -> tuple[int, int]:
         """How many (model, data) cache files ``prepare`` wants; (0, 0) if it caches nothing."""
@@ -102,7 +131,8 @@ class Driver(abc.ABC):
             for index, ok in enumerate(flags):
                 if not ok:
                     op = model.operations[index]
-                    reason = (self._unsupported_reason(model, index)
+                    reason = (self._memory_reason(model, index, self.memory_kinds())
+                              or self._unsupported_reason(model, index)
                               or f"not supported by driver {self._name()}")
                     problems.append(f"operation {index} ({op.type.name}): {reason}")
             raise Unsupported("unsupported operations: " + "; ".join(problems))
@@ -156,6 +186,11 @@ class Driver(abc.ABC):
 
     def _cache_files_needed(self) -> tuple[int, int]:
         return (0, 0)
+
+    def _memory_kinds(self) -> frozenset[str]:
+        """Pool kinds this driver can map; every kind by default (NNAPI requires ashmem and
+        mmap_fd of every driver, hardware_buffer_blob from HAL 1.3)."""
+        return _ALL_KINDS
 
     def _prepare_from_cache(self, cache: Any, token: bytes) -> PreparedModel:
         raise OpFailed(f"prepare_from_cache is not supported by driver {self._name()}")

@@ -20,7 +20,7 @@ from nnrt.driver.base import Driver, PreparedModel, PrepareOptions
 from nnrt.driver.connection import Connection
 from nnrt.driver.jobs import Job
 from nnrt.driver.pools import MappedPool, PoolTable
-from nnrt.errors import BadData, ResourceExhausted
+from nnrt.errors import BadData, OpFailed, ResourceExhausted
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import PROTOCOL_VERSION, Status, decode_ref, decode_tensor, dtype_name
 from nnrt.model.operand import dtype_of
@@ -48,6 +48,7 @@ class RequestHandlers:
         self._service = service
         self._driver = driver
         self._info = driver.info().to_wire()
+        self._kinds = driver.memory_kinds()
         self._pid = os.getpid()
         self._table: dict[str, Handler] = {
             "hello": self._hello, "ping": self._ping, "info": self._info_request,
@@ -175,6 +176,8 @@ class RequestHandlers:
         if outputs is not None:
             destinations, pools = _destinations(conn.pools, outputs, handle.prepared, request_id,
                                                 pools)
+        if pools:
+            self._check_kinds(pools, request_id)
         priority = body.get("priority")
         priority = handle.priority if priority is None else int(
             _code(Priority, priority, request_id, "priority"))
@@ -191,6 +194,16 @@ class RequestHandlers:
         self._service.executor.enqueue(Job(conn, request_id, body["handle"], handle.prepared,
                                            arrays, priority, deadline, output_sizes,
                                            destinations, pools))
+
+
+    def _check_kinds(self, pools: tuple[MappedPool, ...], request_id: int) -> None:
+        """A driver that cannot access a pool's kind fails the execution (SEEDS §2)."""
+        kinds = self._kinds
+        for pool in pools:
+            if pool.kind not in kinds:
+                raise OpFailed(f"request {request_id}: driver {self._info['name']} cannot "
+                               f"access {pool.kind} memory (pool {pool.id}); it maps "
+                               f"{', '.join(sorted(kinds)) or 'none'}")
 
 
 def _decode_inputs(table: PoolTable, values: list[Any], request_id: int

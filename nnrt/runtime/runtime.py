@@ -277,7 +277,7 @@ class CompiledModel:
 
     async def execute(self, inputs: Inputs, *,
                       outputs: Sequence[Array | TensorRef | None] | None = None,
-                      timeout: float | None = None, views: bool = False) -> list[Array]:
+                      timeout: float | None = None, copy: bool = False) -> list[Array]:
         """Run the model once; returns the outputs with their actual shapes.
 
         ``inputs``: a list in model input order or a dict keyed by position or name; each an
@@ -286,8 +286,9 @@ class CompiledModel:
         one per output (None for "return it"): an ndarray in shared memory or a ``TensorRef``
         is written in place by the worker; a plain ndarray receives a copy. The returned arrays
         are then views of those buffers. A buffer too small raises ``OutputInsufficientSize``
-        with every output's shape. ``views=True`` returns large results as views of the
-        runtime's shared arena instead of copies (the memory is reused once they are collected).
+        with every output's shape. Large results without a buffer come back as views of the
+        runtime's shared arena, written there by the worker (the region is reused once the view
+        is collected); ``copy=True`` returns arrays owning their memory instead.
         """
         if self.ref.released:
             raise BadState("this compiled model was released")
@@ -306,14 +307,14 @@ class CompiledModel:
             reply = await backend.execute(self.ref, tensors, sizes, self.priority,
                                           _deadline(timeout), outputs=refs,
                                           pools=list(transfer.pools.values()))
-            results = transfer.decode(reply, self._out_names, views,
+            results = transfer.decode(reply, self._out_names, not copy,
                                       None if outputs is None else list(outputs))
         finally:
             transfer.close()
-        if outputs is not None:
-            return [result if not isinstance(target, np.ndarray) or _shares(result, target)
-                    else _write_into(target, result)
-                    for target, result in zip(outputs, results, strict=True)]
+        if outputs is not None:  # plain buffers (not shared memory) receive a copy
+            return [_write_into(target, result) if isinstance(target, np.ndarray)
+                    and not transfer.in_place(j) else result
+                    for j, (target, result) in enumerate(zip(outputs, results, strict=True))]
         return results
 
     def _outputs(self, transfer: Transfer, outputs: Any
@@ -369,11 +370,6 @@ def _ref_views(inputs: Inputs) -> Inputs:
 
 def _dtype_name(array: Array) -> str:
     return _DTYPE_NAMES.get(array.dtype) or array.dtype.name
-
-
-def _shares(result: Array, buffer: Array) -> bool:
-    """Whether ``result`` already lives at the start of ``buffer`` (written in place)."""
-    return bool(result.__array_interface__["data"][0] == buffer.__array_interface__["data"][0])
 
 
 def _write_into(buffer: Array, result: Array) -> Array:

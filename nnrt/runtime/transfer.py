@@ -7,8 +7,9 @@ the arena.
 - Other arrays travel inline (``[dtype, shape, bytes]``) when small, through the runtime's
   :class:`~nnrt.runtime.arena.Arena` when large (one copy in).
 - Outputs: a caller buffer in shared memory is written in place by the worker; without a buffer,
-  a large output of statically known size is written into the arena and copied out (or returned
-  as a view of the arena with ``views=True``, whose region is freed when the view is collected).
+  a large output of statically known size is written into the arena by the worker and returned
+  as a view of it, whose region is freed when the view is collected (or copied out when the
+  caller asks for ``copy=True``).
 
 A :class:`Transfer` collects the pools a request uses (the backend maps them on the chosen
 worker before sending) and the arena regions it took (freed by :meth:`Transfer.close`).
@@ -148,10 +149,9 @@ class Transfer:
         self._targets.append((memory, offset, length, region))
         return [name, list(shape), memory.id, offset, length]
 
-    @property
-    def has_output_refs(self) -> bool:
-        """Whether any output is written into shared memory by the worker."""
-        return any(t is not None for t in self._targets)
+    def in_place(self, j: int) -> bool:
+        """Whether the worker writes output ``j`` into shared memory (not inline)."""
+        return j < len(self._targets) and self._targets[j] is not None
 
     # -- the reply ---------------------------------------------------------------------------
 

@@ -33,3 +33,10 @@ class StuckDriver(ReferenceDriver):
 
     def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
         return _StuckPreparedModel(model)
+
+
+class NoBlobDriver(ReferenceDriver):
+    """The reference driver, unable to map POSIX-shm blobs (memfd and mmap_fd only)."""
+
+    def _memory_kinds(self) -> frozenset[str]:
+        return frozenset({"memfd", "mmap_fd"})

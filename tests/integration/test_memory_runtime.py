@@ -17,6 +17,7 @@ import posix_ipc
 import pytest
 
 import nnrt
+from nnrt.memory import find_memory
 
 pytestmark = pytest.mark.anyio
 
@@ -160,15 +161,20 @@ async def test_plain_arrays_go_through_the_arena() -> None:
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     async with nnrt.Runtime(workers=1) as rt:
         compiled = await rt.compile(mul_model(shape))
-        (y,) = await compiled.execute([x])
-        np.testing.assert_array_equal(y, x * 2)
-        assert rt._arena is not None and rt._arena.capacity >= 2 * x.nbytes
-        assert y.flags.owndata or y.base is not None
-        (view,) = await compiled.execute([x], views=True)
+        (view,) = await compiled.execute([x])
         np.testing.assert_array_equal(view, x * 2)
+        arena = rt._arena
+        assert arena is not None and arena.capacity >= 2 * x.nbytes
+        found = find_memory(view)  # written by the worker into the arena, handed out as is
+        assert found is not None and found[0].kind == "memfd"
         (again,) = await compiled.execute([x + 1])  # the view's region is still held
         np.testing.assert_array_equal(view, x * 2)
         np.testing.assert_array_equal(again, (x + 1) * 2)
+        (owned,) = await compiled.execute([x], copy=True)
+        np.testing.assert_array_equal(owned, x * 2)
+        assert find_memory(owned) is None and owned.flags.owndata
+        small = np.ones(4, np.float32)  # small tensors travel inline: no arena involved
+        assert find_memory((await (await rt.compile(mul_model((4,)))).execute([small]))[0]) is None
 
 
 async def test_plain_output_buffer_gets_a_copy() -> None:
@@ -259,3 +265,27 @@ def test_memory_pools_example_runs() -> None:
     assert [line.split(":")[0] for line in lines] == ["memfd", "mmap_fd", "blob", "blob",
                                                        "arena"], lines
     assert "frame 1: mean of y = 2.0" in result.stdout
+
+
+async def test_driver_that_cannot_map_a_kind() -> None:
+    """SEEDS §2: such a driver says so for constants (prepare) and fails executions on it."""
+    async with nnrt.Runtime(drivers=["flaky_driver:NoBlobDriver", "reference"],
+                            workers=1) as rt:
+        with rt.memory.create_blob(4096) as blob, rt.memory.create(4096) as memfd:
+            blob.ndarray(np.float32, (16,))[:] = 1
+            compiled = await rt.compile(mul_model((16,)), devices=["flaky_driver:NoBlobDriver"])
+            with pytest.raises(nnrt.OpFailed, match="cannot access blob memory"):
+                await compiled.execute([blob.ndarray(np.float32, (16,))])
+            x = memfd.ndarray(np.float32, (16,))
+            x[:] = 3
+            (y,) = await compiled.execute([x])  # the same worker, still serving
+            np.testing.assert_array_equal(y, np.full(16, 6, np.float32))
+            # weights in a blob: that driver refuses the operation, the next device takes it
+            weights = add_weights_model(blob, 16)
+            with pytest.raises(nnrt.Unsupported, match="constant in blob memory"):
+                await rt.compile(weights, devices=["flaky_driver:NoBlobDriver"])
+            fallback = await rt.compile(weights)
+            assert fallback.device == "reference"
+            (z,) = await fallback.execute([np.ones(16, np.float32)])
+            np.testing.assert_array_equal(z, np.full(16, 2, np.float32))
+            del x

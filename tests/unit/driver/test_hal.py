@@ -236,3 +236,37 @@ def test_a_prepared_model_runs_on_several_threads_at_once(driver: ReferenceDrive
 def test_a_crashing_hook_is_op_failed() -> None:
     with pytest.raises(nnrt.OpFailed, match="driver reference: prepare failed: RuntimeError"):
         load_driver("sample_drivers:CrashingDriver").prepare(chain(1))
+
+
+class _KindsDriver(ReferenceDriver):
+    def __init__(self, kinds: object) -> None:
+        self.kinds = kinds
+
+    def _memory_kinds(self) -> frozenset[str]:
+        return self.kinds  # type: ignore[return-value]
+
+
+def test_memory_kinds_default_and_checked() -> None:
+    assert ReferenceDriver().memory_kinds() == frozenset({"memfd", "mmap_fd", "blob"})
+    for bad in (["memfd"], frozenset({"ashmem"})):
+        with pytest.raises(nnrt.OpFailed, match="_memory_kinds"):
+            _KindsDriver(bad).memory_kinds()
+
+
+def test_constant_in_an_unmappable_kind_is_unsupported() -> None:
+    with nnrt.Memory.create(64) as memory:
+        model = nnrt.Model()
+        x = model.add_operand(T.TENSOR_FLOAT32, (4,))
+        w = model.add_operand(T.TENSOR_FLOAT32, (4,))
+        act = model.add_operand(T.INT32)
+        y = model.add_operand(T.TENSOR_FLOAT32, (4,))
+        model.set_operand_value_from_memory(w, memory, 0, 16)
+        model.set_operand_value(act, 0)
+        model.add_operation(nnrt.OperationType.ADD, [x, w, act], [y])
+        model.identify_inputs_and_outputs([x], [y])
+        model.finish()
+        assert _KindsDriver(frozenset({"memfd"})).supported_operations(model) == [True]
+        driver = _KindsDriver(frozenset({"blob"}))
+        assert driver.supported_operations(model) == [False]
+        with pytest.raises(nnrt.Unsupported, match="operand 1 is a constant in memfd memory"):
+            driver.prepare(model)
