@@ -10,6 +10,7 @@ touched once when a memory is created, so executions never pay first-touch page 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,7 @@ class Arena:
         self._allocator: ArenaAllocator | None = None
         #: Replaced memories waiting for their last region to be freed.
         self._retired: dict[int, tuple[Memory, ArenaAllocator]] = {}
+        self._lock = threading.Lock()
         self.closed = False
 
     @property
@@ -58,6 +60,10 @@ class Arena:
         """A region of ``nbytes`` bytes, or None when the arena cannot hold it (use inline)."""
         if self.closed or nbytes > self.limit:
             return None
+        with self._lock:
+            return self._alloc(nbytes)
+
+    def _alloc(self, nbytes: int) -> Region | None:
         if self._allocator is not None and self._memory is not None:
             offset = self._allocator.alloc(nbytes)
             if offset is not None:
@@ -70,24 +76,28 @@ class Arena:
 
     def free(self, region: Region) -> None:
         """Give ``region`` back (idempotent); closes a retired memory with its last region."""
-        if region.freed:
-            return
-        region.freed = True
-        region.allocator.free(region.offset)
-        retired = self._retired.get(region.memory.id)
-        if retired is not None and retired[1].used == 0:
+        with self._lock:  # views handed out may be collected on any thread
+            if region.freed:
+                return
+            region.freed = True
+            region.allocator.free(region.offset)
+            retired = self._retired.get(region.memory.id)
+            if retired is None or retired[1].used:
+                return
             del self._retired[region.memory.id]
-            retired[0].close()
+        retired[0].close()
 
     def close(self) -> None:
         """Close every arena memory (regions still out become invalid; idempotent)."""
-        self.closed = True
-        if self._memory is not None:
-            self._memory.close()
+        with self._lock:
+            self.closed = True
+            memories = [m for m, _ in self._retired.values()]
+            if self._memory is not None:
+                memories.append(self._memory)
             self._memory = self._allocator = None
-        for memory, _ in self._retired.values():
+            self._retired.clear()
+        for memory in memories:
             memory.close()
-        self._retired.clear()
 
     def _grow(self, nbytes: int) -> Memory | None:
         current = self.capacity

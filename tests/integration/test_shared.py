@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -52,11 +53,11 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[str]:
-    path = str(tmp_path / "nnrt.sock")
+@contextlib.contextmanager
+def running_service(path: str, workers: int = 2) -> Iterator[subprocess.Popen[bytes]]:
+    """``nnrt serve --socket path`` in a real process; stopped by SIGTERM (must exit 0)."""
     proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
-                             "--workers", "2"], stdout=subprocess.DEVNULL,
+                             "--workers", str(workers)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
@@ -65,7 +66,7 @@ def service(tmp_path: Path) -> Iterator[str]:
                 raise AssertionError(f"service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
             time.sleep(0.05)
         _wait_ready(path)
-        yield path
+        yield proc
     finally:
         proc.send_signal(subprocess.signal.SIGTERM)  # type: ignore[attr-defined]
         try:
@@ -77,6 +78,13 @@ def service(tmp_path: Path) -> Iterator[str]:
         finally:
             proc.stderr.close()  # type: ignore[union-attr]
         assert code == 0
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[str]:
+    path = str(tmp_path / "nnrt.sock")
+    with running_service(path):
+        yield path
 
 
 def _wait_ready(path: str) -> None:

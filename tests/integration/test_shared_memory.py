@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_memory_runtime import add_weights_model, mul_model
-from test_shared import _wait_ready
+from test_shared import running_service
 
 import nnrt
 
@@ -51,19 +50,8 @@ class Service:
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[Service]:
     path = str(tmp_path / "nnrt.sock")
-    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
-                             "--workers", "1"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(path):
-            assert proc.poll() is None and time.monotonic() < deadline, "service did not start"
-            time.sleep(0.05)
-        _wait_ready(path)
+    with running_service(path, workers=1) as proc:
         yield Service(path, proc)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
 
 
 async def test_memfd_in_place_through_the_service(service: Service) -> None:
