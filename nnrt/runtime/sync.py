@@ -15,8 +15,10 @@ import numpy as np
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from nnrt.errors import BadState
+from nnrt.memory import TensorRef
 from nnrt.model.model import Model
 from nnrt.ops.interpreter import Inputs
+from nnrt.runtime.memories import MemoryManager
 from nnrt.runtime.runtime import CompiledModel, Runtime
 from nnrt.runtime.stats import RuntimeStatistics
 
@@ -37,11 +39,12 @@ class SyncCompiledModel:
         """The driver running this model."""
         return self.compiled.device
 
-    def execute(self, inputs: Inputs, *, outputs: Sequence[Array] | None = None,
-                timeout: float | None = None) -> list[Array]:
-        """Run the model once and wait for the outputs."""
-        return self._portal.call(lambda: self.compiled.execute(inputs, outputs=outputs,
-                                                              timeout=timeout))
+    def execute(self, inputs: Inputs, *,
+                outputs: Sequence[Array | TensorRef | None] | None = None,
+                timeout: float | None = None, copy: bool = False) -> list[Array]:
+        """Run the model once and wait for the outputs (see ``CompiledModel.execute``)."""
+        return self._portal.call(lambda: self.compiled.execute(
+            inputs, outputs=outputs, timeout=timeout, copy=copy))
 
     def release(self) -> None:
         """Free the model on its workers."""
@@ -84,6 +87,14 @@ class SyncRuntime:
         if self._portal is None or self._runtime is None:
             raise BadState("use 'with nnrt.Runtime.sync() as rt'")
         return self._portal, self._runtime
+
+    @property
+    def memory(self) -> MemoryManager:
+        """Shared memories of this runtime (``rt.memory.create(size)`` and friends).
+
+        Closing one from this thread is fine: its workers are told on the runtime's loop.
+        """
+        return self._require()[1].memory
 
     def compile(self, model: Model, **kwargs: Any) -> SyncCompiledModel:
         """Compile ``model`` (same keywords as ``Runtime.compile``)."""

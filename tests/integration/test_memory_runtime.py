@@ -10,6 +10,7 @@ import mmap
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -289,3 +290,24 @@ async def test_driver_that_cannot_map_a_kind() -> None:
             (z,) = await fallback.execute([np.ones(16, np.float32)])
             np.testing.assert_array_equal(z, np.full(16, 2, np.float32))
             del x
+
+
+def test_sync_facade_with_memory_closed_from_another_thread() -> None:
+    with nnrt.Runtime.sync(workers=1) as rt:
+        compiled = rt.compile(mul_model((4,)))
+        pid = rt._require()[1]._backend.pools["reference"].slots[0].process.pid  # type: ignore[union-attr]
+        compiled.execute([np.ones(4, np.float32)])
+        base = mapped_memfds(pid)
+        memory = rt.memory.create(4096)
+        x = memory.ndarray(np.float32, (4,))
+        x[:] = 5
+        (y,) = compiled.execute([x], outputs=[memory.ndarray(np.float32, (4,), 64)])
+        np.testing.assert_array_equal(y, np.full(4, 10, np.float32))
+        assert mapped_memfds(pid) == base + 1
+        del x, y
+        memory.close()  # this thread is not the runtime's loop thread
+        compiled.execute([np.ones(4, np.float32)])
+        deadline = time.monotonic() + 5
+        while mapped_memfds(pid) != base and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert mapped_memfds(pid) == base
