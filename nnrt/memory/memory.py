@@ -295,8 +295,8 @@ def find_memory(array: object) -> tuple[Memory, int] | None:
     Recognises views from :meth:`Memory.ndarray` and any slice or reshape of them; an array
     partly outside the memory, of a closed memory, or not an ndarray gives None.
     """
-    if not isinstance(array, np.ndarray):
-        return None
+    if not isinstance(array, np.ndarray) or array.base is None or not REGISTRY:
+        return None  # an array owning its data is no view of a memory (this path is hot)
     data: int = array.__array_interface__["data"][0]
     low = high = data
     if array.size:

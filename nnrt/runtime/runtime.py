@@ -28,7 +28,7 @@ from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
 from nnrt.runtime.constants import place_constants
 from nnrt.runtime.memories import MemoryManager
 from nnrt.runtime.stats import RuntimeStatistics
-from nnrt.runtime.transfer import PoolSource, Transfer
+from nnrt.runtime.transfer import INLINE_LIMIT, PoolSource, Transfer
 
 if TYPE_CHECKING:
     from nnrt.runtime.sync import SyncRuntime
@@ -267,6 +267,10 @@ class CompiledModel:
         self._static_shapes = tuple(
             inferred[i] if inferred[i] and all(d > 0 for d in inferred[i]) else None
             for i in model.outputs)
+        #: Whether some output is large enough to be returned through the arena.
+        self._arena_outputs = any(
+            shape is not None and math.prod(shape) * dt.itemsize > INLINE_LIMIT
+            for shape, dt in zip(self._static_shapes, self._out_dtypes, strict=True))
         #: The memory holding constants the runtime packed for this model (if any).
         self.constants: Memory | None = None
 
@@ -301,12 +305,13 @@ class CompiledModel:
         transfer = Transfer(runtime._arena)
         try:
             tensors = [transfer.input(arr, _dtype_name(arr)) for arr in arrays]
-            refs, sizes = self._outputs(transfer, outputs)
-            for pool in transfer.pools.values():
+            refs, sizes = (None, None) if outputs is None and not self._arena_outputs else (
+                self._outputs(transfer, outputs))
+            pools = list(transfer.pools.values()) if transfer.pools else ()
+            for pool in pools:
                 memory.watch(pool)
             reply = await backend.execute(self.ref, tensors, sizes, self.priority,
-                                          _deadline(timeout), outputs=refs,
-                                          pools=list(transfer.pools.values()))
+                                          _deadline(timeout), outputs=refs, pools=pools)
             results = transfer.decode(reply, self._out_names, not copy,
                                       None if outputs is None else list(outputs))
         finally:
@@ -363,8 +368,9 @@ def _ref_views(inputs: Inputs) -> Inputs:
         if any(isinstance(v, TensorRef) for v in inputs.values()):
             return {k: v.ndarray() if isinstance(v, TensorRef) else v for k, v in inputs.items()}
         return inputs
-    if any(isinstance(v, TensorRef) for v in inputs):
-        return [v.ndarray() if isinstance(v, TensorRef) else v for v in inputs]
+    for value in inputs:
+        if value.__class__ is TensorRef:
+            return [v.ndarray() if isinstance(v, TensorRef) else v for v in inputs]
     return inputs
 
 

@@ -88,7 +88,7 @@ class Transfer:
 
     def input(self, array: Array, name: str) -> list[Any]:
         """The wire form of a checked input ``array`` whose dtype is called ``name``."""
-        if array.flags.c_contiguous:
+        if array.base is not None and array.flags.c_contiguous:  # owners are never views
             found = find_memory(array)
             if found is not None:
                 memory, offset = found
