@@ -2,8 +2,8 @@
 
 Public methods check their arguments and the driver's answers, keep the books (timing, released
 state) and call one narrow hook a driver implements: ``_info``, ``_supported_operations``,
-``_prepare`` and ``PreparedModel._execute``; optional ones have defaults. A leaf driver is a few
-dozen lines on top of this.
+``_prepare`` and ``PreparedModel._execute``; optional ones (``_allocate`` for device buffers)
+have defaults. A leaf driver is a few dozen lines on top of this.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from nnrt.driver.buffers import IO, BufferDesc, BufferSpec, DeviceBuffer, RoleOperand, check_roles
 from nnrt.driver.control import Cancelled as Cancelled
 from nnrt.driver.control import ExecutionControl as ExecutionControl
 from nnrt.driver.info import DriverInfo as DriverInfo
@@ -162,9 +163,56 @@ class Driver(abc.ABC):
                            f"{type(prepared).__name__}, expected a PreparedModel")
         return prepared
 
-    def allocate(self, desc: Any, roles: Sequence[Any]) -> Any:
-        """Allocate a device buffer described by ``desc`` for ``roles`` (later issues)."""
-        return self._allocate(desc, roles)
+    def allocate(self, desc: BufferDesc, roles: Sequence[tuple[PreparedModel, IO, int, float]],
+                 *, labels: Sequence[str] | None = None) -> DeviceBuffer:
+        """Allocate a device buffer described by ``desc`` for ``roles`` (memory domains).
+
+        Each role is ``(prepared model, "input" | "output", index, frequency)``; the buffer may
+        be used only in those roles. The roles are checked (:func:`~nnrt.driver.buffers.
+        check_roles`: ``BadData`` naming the role; index out of range included), then the
+        driver's ``_allocate`` hook allocates, or refuses with ``OpFailed``. ``labels`` name each
+        role's prepared model in messages (e.g. "handle 3").
+        """
+        given: Any = roles  # untrusted: checked before use
+        if isinstance(given, str | bytes) or not isinstance(given, Sequence):
+            raise BadData(f"allocate: roles must be a sequence, got {type(given).__name__}")
+        operands = [self._role_operand(position, role, labels) for position, role in
+                    enumerate(roles)]
+        spec = check_roles(desc, operands)
+        try:
+            buffer = self._allocate(spec, roles)
+        except NnrtError:
+            raise
+        except Exception as exc:
+            raise OpFailed(f"driver {self._name()}: allocate failed: {exc!r}") from exc
+        if not isinstance(buffer, DeviceBuffer):
+            raise OpFailed(f"driver {self._name()}: _allocate() returned "
+                           f"{type(buffer).__name__}, expected a DeviceBuffer")
+        return buffer
+
+    @staticmethod
+    def _role_operand(position: int, role: Any, labels: Sequence[str] | None) -> RoleOperand:
+        """The :class:`RoleOperand` of ``roles[position]``: its shape, model and index checked."""
+        where = f"roles[{position}]"
+        if not isinstance(role, tuple | list) or len(role) != 4:
+            raise BadData(f"allocate: {where} must be (prepared model, io, index, frequency)")
+        prepared, io, index, frequency = role
+        if not isinstance(prepared, PreparedModel):
+            raise BadData(f"allocate: {where}: expected a PreparedModel, got "
+                          f"{type(prepared).__name__}")
+        if prepared.released:
+            raise BadState(f"allocate: {where}: the prepared model has been released")
+        if io not in ("input", "output"):
+            raise BadData(f"allocate: {where}: io must be 'input' or 'output', got {io!r:.40}")
+        model = prepared.model
+        indexes = model.inputs if io == "input" else model.outputs
+        label = f" of {labels[position]}" if labels is not None else ""
+        if isinstance(index, bool) or not isinstance(index, int) or not (
+                0 <= index < len(indexes)):
+            raise BadData(f"allocate: {where}: {io} index {index!r:.40} is out of range: the "
+                          f"model{label} has {len(indexes)} {io}s")
+        return RoleOperand(f"{where} ({io} {index}{label})", id(prepared), io, index,
+                           frequency, model.operands[indexes[index]])
 
     # -- hooks -----------------------------------------------------------------------------------
 
@@ -195,7 +243,10 @@ class Driver(abc.ABC):
     def _prepare_from_cache(self, cache: Any, token: bytes) -> PreparedModel:
         raise OpFailed(f"prepare_from_cache is not supported by driver {self._name()}")
 
-    def _allocate(self, desc: Any, roles: Sequence[Any]) -> Any:
+    def _allocate(self, spec: BufferSpec, roles: Sequence[tuple[PreparedModel, IO, int, float]]
+                  ) -> DeviceBuffer:
+        """A buffer for checked roles and the spec they deduce; raise ``OpFailed`` to refuse
+        (memory domains are optional: by default every allocation is refused)."""
         raise OpFailed(f"allocate is not supported by driver {self._name()}")
 
     # -- internals -------------------------------------------------------------------------------

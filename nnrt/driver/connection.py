@@ -2,14 +2,16 @@
 
 The service owns every :class:`Connection`; a connection owns its socket, its
 :class:`~nnrt.ipc.framing.FrameReader` (and the descriptors received but not claimed), the
-memory pools its client mapped (:class:`~nnrt.driver.pools.PoolTable`) and the prepared models
-it created (its handles). Responses are appended to one output buffer and sent
-by :meth:`Connection.flush`, once per loop iteration, never blocking on a slow reader.
+memory pools its client mapped (:class:`~nnrt.driver.pools.PoolTable`), the prepared models
+it created (its handles) and the device buffers it allocated (its tokens). Responses are
+appended to one output buffer and sent by :meth:`Connection.flush`, once per loop iteration,
+never blocking on a slow reader.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,12 +25,15 @@ from nnrt.ipc.messages import encode_error
 
 if TYPE_CHECKING:
     from nnrt.driver.base import PreparedModel
+    from nnrt.driver.buffers import DeviceBuffer
     from nnrt.driver.jobs import Job
 
-__all__ = ["MAX_HANDLES", "Connection", "Handle"]
+__all__ = ["MAX_BUFFERS", "MAX_HANDLES", "Connection", "Handle", "HeldBuffer"]
 
 #: Most prepared models one connection may hold at once.
 MAX_HANDLES = 4096
+#: Most device buffers one connection may hold at once.
+MAX_BUFFERS = 4096
 
 _log = logging.getLogger("nnrt.driver.service")
 
@@ -44,6 +49,16 @@ class Handle:
     prepared: PreparedModel
     priority: int
     pools: tuple[MappedPool, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HeldBuffer:
+    """A device buffer held by a connection under ``token``, and the roles it may be used in:
+    ``(handle, "input" | "output", index)``."""
+
+    token: int
+    buffer: DeviceBuffer
+    roles: frozenset[tuple[int, str, int]]
 
 
 class Connection:
@@ -77,6 +92,8 @@ class Connection:
         self.jobs: dict[int, Job] = {}
         #: Memory pools mapped by this client, by the ids it chose.
         self.pools = PoolTable()
+        #: Device buffers allocated by this client, by token.
+        self.buffers: dict[int, HeldBuffer] = {}
         self._next_handle = 1
         self._packer = msgpack.Packer(use_bin_type=True)
 
@@ -128,6 +145,19 @@ class Connection:
         self._next_handle += 1
         self.handles[handle] = Handle(prepared, priority, pools)
         return handle
+
+    # -- device buffers ----------------------------------------------------------------------
+
+    def add_buffer(self, buffer: DeviceBuffer, roles: frozenset[tuple[int, str, int]]) -> int:
+        """Hold ``buffer`` under a new random token (63-bit, odd, unique on this connection)."""
+        if len(self.buffers) >= MAX_BUFFERS:
+            raise ResourceExhausted(f"{self}: already {MAX_BUFFERS} device buffers; free some "
+                                    "before allocating more")
+        token = secrets.randbits(63) | 1
+        while token in self.buffers:
+            token = secrets.randbits(63) | 1
+        self.buffers[token] = HeldBuffer(token, buffer, roles)
+        return token
 
     # -- ending ------------------------------------------------------------------------------
 

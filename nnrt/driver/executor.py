@@ -5,21 +5,27 @@ While a job runs, the driver polls ``should_stop`` between operations; the execu
 the service read its sockets (at most every :data:`POLL_INTERVAL`) so that cancels and new
 requests arrive, answers queued jobs whose deadline has passed, and tells the driver to stop
 once the running job is cancelled, its connection gone, or the service stopping. A prepared
-model released while it runs is released when the run ends.
+model or device buffer released while it runs is released when the run ends.
+
+Device buffers: inputs are read when the job runs (a buffer written by an earlier execute is
+seen), outputs are written after the run; every answer but success leaves the device buffers
+the job was to write uninitialised.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nnrt.driver.base import Cancelled, PreparedModel
+from nnrt.driver.buffers import DeviceBuffer
 from nnrt.driver.connection import Connection
 from nnrt.driver.jobs import Job, JobQueue
-from nnrt.errors import BadData, DeadlineMissed, NnrtError
-from nnrt.ipc.messages import Status, encode_error, encode_tensor, encode_written
+from nnrt.errors import BadData, DeadlineMissed, NnrtError, OpFailed
+from nnrt.ipc.messages import DEVICE, Status, encode_error, encode_tensor, encode_written
+from nnrt.model.values import dims_compatible
 
 __all__ = ["POLL_INTERVAL", "Executor"]
 
@@ -46,6 +52,7 @@ class Executor:
         self._queue = JobQueue()
         self._running: Job | None = None
         self._deferred: list[PreparedModel] = []
+        self._deferred_buffers: list[DeviceBuffer] = []
         self._next_poll = 0.0
         #: Set by the service when it is shutting down: the running job stops.
         self.stopping = False
@@ -101,15 +108,20 @@ class Executor:
         try:
             for pool in job.pools:  # a file or blob may have shrunk since the request came
                 pool.check_size(f"request {job.request_id}")
+            inputs = job.inputs
+            if job.device_inputs:
+                inputs = _read_devices(job)
             destinations = job.destinations
-            result = job.prepared.execute(job.inputs, outputs=destinations,
+            result = job.prepared.execute(inputs, outputs=destinations,
                                           output_sizes=job.output_sizes, deadline=job.deadline,
                                           should_stop=self._should_stop)
             if job.cancelled:
                 status, body = Status.MISSED_DEADLINE, _cancelled()
             else:
                 timing = result.timing
-                if destinations is None:
+                if job.device_outputs:
+                    outputs = _write_devices(job, result.outputs, destinations)
+                elif destinations is None:
                     outputs = [encode_tensor(output) for output in result.outputs]
                 else:
                     outputs = [encode_tensor(output) if where is None else encode_written(output)
@@ -130,6 +142,8 @@ class Executor:
             while self._deferred:
                 release_now(self._deferred.pop())
         self._answer(job, status, body)
+        while self._deferred_buffers:
+            release_buffer_now(self._deferred_buffers.pop())
 
     def release(self, prepared: PreparedModel) -> None:
         """Release a prepared model now, or once the execute running on it has stopped."""
@@ -139,10 +153,22 @@ class Executor:
         else:
             release_now(prepared)
 
+    def release_buffer(self, buffer: DeviceBuffer) -> None:
+        """Release a device buffer now, or once the execute running with it has stopped."""
+        running = self._running
+        if running is not None and any(
+                held.buffer is buffer
+                for _, held in (*running.device_inputs, *running.device_outputs)):
+            self._deferred_buffers.append(buffer)
+        else:
+            release_buffer_now(buffer)
+
     def close(self) -> None:
         """Release what waits for a run to end (call after the loop stopped)."""
         while self._deferred:
             release_now(self._deferred.pop())
+        while self._deferred_buffers:
+            release_buffer_now(self._deferred_buffers.pop())
 
     def _should_stop(self) -> bool:
         """Polled by the driver between operations: read the sockets now and then; stop?"""
@@ -156,6 +182,9 @@ class Executor:
         return self.stopping or running is None or running.cancelled
 
     def _answer(self, job: Job, status: int, body: dict[str, Any]) -> None:
+        if status != Status.OK:
+            for _, held in job.device_outputs:  # a failed execution leaves them undefined
+                held.buffer.invalidate()
         conn = job.connection
         if conn.jobs.pop(job.request_id, None) is None or conn.closed:
             return
@@ -169,6 +198,58 @@ def release_now(prepared: PreparedModel) -> None:
         prepared.release()
     except Exception:
         _log.exception("releasing %r failed", prepared)
+
+
+def release_buffer_now(buffer: DeviceBuffer) -> None:
+    """Release ``buffer``, logging (never raising) a driver failure."""
+    try:
+        buffer.release()
+    except Exception:
+        _log.exception("releasing %r failed", buffer)
+
+
+def _read_devices(job: Job) -> list[Any]:
+    """The job's inputs with each device buffer's contents in its place (checked now: freed,
+    uninitialised, dims that do not fit the model input)."""
+    inputs = list(job.inputs)
+    model = job.prepared.model
+    for position, held in job.device_inputs:
+        where = f"request {job.request_id}: input {position} (token {held.token})"
+        buffer = held.buffer
+        if buffer.released:
+            raise BadData(f"{where}: the buffer was freed before the execute ran")
+        try:
+            array = buffer.read()
+        except NnrtError as exc:
+            raise OpFailed(f"{where}: {exc}") from None
+        declared = model.operands[model.inputs[position]].dims
+        if not dims_compatible(declared, array.shape):
+            raise BadData(f"{where}: the buffer holds shape {list(array.shape)}, model input "
+                          f"{position} is declared {list(declared)} (0 = unknown)")
+        inputs[position] = array
+    return inputs
+
+
+def _write_devices(job: Job, results: Sequence[Any],
+                   destinations: Sequence[Any] | None) -> list[Any]:
+    """Write each device output's result into its buffer; the response's outputs, a device
+    one answered ``["device", shape]`` (a result that does not fit is ``OpFailed``)."""
+    devices = dict(job.device_outputs)
+    outputs: list[Any] = []
+    for j, result in enumerate(results):
+        held = devices.get(j)
+        if held is not None:
+            try:
+                held.buffer.write(result)
+            except NnrtError as exc:
+                raise OpFailed(f"request {job.request_id}: outputs[{j}] (token {held.token}): "
+                               f"{exc}") from None
+            outputs.append([DEVICE, list(result.shape)])
+        elif destinations is None or destinations[j] is None:
+            outputs.append(encode_tensor(result))
+        else:
+            outputs.append(encode_written(result))
+    return outputs
 
 
 def _missed(job: Job) -> tuple[int, dict[str, Any]]:

@@ -15,10 +15,13 @@ import numpy as np
 
 if TYPE_CHECKING:
     from nnrt.driver.base import PreparedModel
-    from nnrt.driver.connection import Connection
+    from nnrt.driver.connection import Connection, HeldBuffer
     from nnrt.driver.pools import MappedPool
 
-__all__ = ["Job", "JobQueue"]
+__all__ = ["DeviceArgs", "Job", "JobQueue"]
+
+#: ``(position, buffer)`` of each execute input or output that is a device buffer.
+DeviceArgs = tuple[tuple[int, "HeldBuffer"], ...]
 
 
 class Job:
@@ -28,16 +31,20 @@ class Job:
     goes to (None: answered inline), or is None when every output is answered inline; ``pools``
     are the pools the inputs and destinations refer to (re-checked before the run). The job
     holds these views, and so the mappings, until it is answered or dropped.
+    ``device_inputs`` / ``device_outputs`` are the device buffers read (when the job runs:
+    ``inputs`` holds a placeholder there) and written (after the run) by position.
     """
 
-    __slots__ = ("cancelled", "connection", "deadline", "destinations", "done", "handle",
-                 "inputs", "output_sizes", "pools", "prepared", "priority", "request_id", "seq")
+    __slots__ = ("cancelled", "connection", "deadline", "destinations", "device_inputs",
+                 "device_outputs", "done", "handle", "inputs", "output_sizes", "pools",
+                 "prepared", "priority", "request_id", "seq")
 
     def __init__(self, connection: Connection, request_id: int, handle: int,
                  prepared: PreparedModel, inputs: list[np.ndarray[Any, Any]], priority: int,
                  deadline: float | None, output_sizes: Sequence[int] | None,
                  destinations: list[np.ndarray[Any, Any] | None] | None = None,
-                 pools: tuple[MappedPool, ...] = ()) -> None:
+                 pools: tuple[MappedPool, ...] = (), device_inputs: DeviceArgs = (),
+                 device_outputs: DeviceArgs = ()) -> None:
         self.connection = connection
         self.request_id = request_id
         self.handle = handle
@@ -48,6 +55,8 @@ class Job:
         self.output_sizes = output_sizes
         self.destinations = destinations
         self.pools = pools
+        self.device_inputs = device_inputs
+        self.device_outputs = device_outputs
         self.seq = 0
         #: Set when a queued job is dropped (cancelled, connection gone): it never runs.
         self.done = False
@@ -98,6 +107,7 @@ class JobQueue:
         job.inputs = []
         job.destinations = None
         job.pools = ()
+        job.device_inputs = ()
         self._live -= 1
         if len(self._heap) > 2 * self._live + 64:
             self._heap = [entry for entry in self._heap if not entry[2].done]

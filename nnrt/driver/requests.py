@@ -17,12 +17,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from nnrt.driver.base import Driver, PreparedModel, PrepareOptions
-from nnrt.driver.connection import Connection
-from nnrt.driver.jobs import Job
-from nnrt.driver.pools import MappedPool, PoolTable
-from nnrt.errors import BadData, OpFailed, ResourceExhausted
+from nnrt.driver.buffers import BufferDesc
+from nnrt.driver.connection import MAX_BUFFERS, Connection, HeldBuffer
+from nnrt.driver.jobs import DeviceArgs, Job
+from nnrt.driver.pools import MappedPool
+from nnrt.errors import BadData, NnrtError, OpFailed, ResourceExhausted
 from nnrt.ipc.framing import ProtocolError
-from nnrt.ipc.messages import PROTOCOL_VERSION, Status, decode_ref, decode_tensor, dtype_name
+from nnrt.ipc.messages import (
+    DEVICE,
+    PROTOCOL_VERSION,
+    Status,
+    decode_ref,
+    decode_tensor,
+    dtype_name,
+    encode_tensor,
+)
 from nnrt.model.operand import dtype_of
 from nnrt.model.types import ExecutionPreference, Priority
 from nnrt.model.wire import model_from_wire
@@ -38,6 +47,8 @@ _MAX_CLIENT_NAME = 256
 _MAX_OUTPUT_SIZE = 2**63
 
 _E = TypeVar("_E", ExecutionPreference, Priority)
+#: Stands for a device input until the execute runs and reads the buffer.
+_PLACEHOLDER: np.ndarray[Any, Any] = np.empty(0, np.uint8)
 Handler = Callable[[Connection, int, dict[str, Any]], None]
 
 
@@ -54,7 +65,8 @@ class RequestHandlers:
             "hello": self._hello, "ping": self._ping, "info": self._info_request,
             "supported": self._supported, "prepare": self._prepare, "release": self._release,
             "execute": self._execute, "cancel": self._cancel, "map": self._map,
-            "unmap": self._unmap,
+            "unmap": self._unmap, "allocate": self._allocate, "free": self._free,
+            "copy_from": self._copy_from, "copy_to": self._copy_to,
         }
 
     def handle(self, conn: Connection, request_id: int, verb: str, body: dict[str, Any]) -> None:
@@ -145,6 +157,91 @@ class RequestHandlers:
         conn.pools.unmap(body["pool"], f"request {request_id} (unmap)")
         conn.respond(request_id, Status.OK, {})
 
+    # -- device buffers ----------------------------------------------------------------------------
+
+    def _allocate(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        where = f"request {request_id} (allocate)"
+        if len(conn.buffers) >= MAX_BUFFERS:
+            raise ResourceExhausted(f"{where}: already {MAX_BUFFERS} device buffers on this "
+                                    "connection; free some before allocating more")
+        dims = body.get("dims")
+        try:
+            desc = BufferDesc(None if dims is None else tuple(dims))
+            roles, labels, allowed = _roles(conn, body["roles"], where)
+            buffer = self._driver.allocate(desc, roles, labels=labels)
+        except NnrtError as exc:
+            raise _reworded(exc, f"request {request_id}: ") from None
+        try:
+            token = conn.add_buffer(buffer, allowed)
+        except BaseException:
+            buffer.release()
+            raise
+        spec = buffer.spec
+        conn.respond(request_id, Status.OK, {
+            "token": token, "dtype": dtype_name(spec.dtype),
+            "dims": None if spec.dims is None else list(spec.dims)})
+
+    def _free(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        held = conn.buffers.pop(body["token"], None)
+        if held is None:
+            raise BadData(f"request {request_id} (free): unknown token {body['token']} (never "
+                          "allocated on this connection, or freed)")
+        self._service.executor.release_buffer(held.buffer)
+        conn.respond(request_id, Status.OK, {})
+
+    def _copy_from(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        where = f"request {request_id} (copy_from)"
+        buffer = _held(conn, body["token"], where).buffer
+        try:
+            source = body["source"]
+            if len(source) == 5:
+                ref = decode_ref(source, f"{where}: source")
+                pool = conn.pools.get(ref.pool, f"{where}: source")
+                self._check_kinds((pool,), request_id)
+                array = pool.array(ref.dtype, ref.shape, ref.offset, ref.length,
+                                   f"{where}: source")
+            else:
+                array = decode_tensor(source, f"{where}: source")
+            buffer.write(array)
+        except NnrtError as exc:
+            buffer.invalidate()
+            raise _reworded(exc, f"{where}: token {body['token']}: ") from None
+        except BaseException:
+            buffer.invalidate()
+            raise
+        conn.respond(request_id, Status.OK, {})
+
+    def _copy_to(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        where = f"request {request_id} (copy_to)"
+        token = body["token"]
+        buffer = _held(conn, token, where).buffer
+        target = body.get("target")
+        if target is not None:
+            ref = decode_ref(target, f"{where}: target")
+            if ref.dtype != buffer.dtype:
+                raise BadData(f"{where}: the target is {dtype_name(ref.dtype)}, token {token} "
+                              f"holds {dtype_name(buffer.dtype)}")
+            pool = conn.pools.get(ref.pool, f"{where}: target")
+            self._check_kinds((pool,), request_id)
+        try:
+            data = buffer.read()
+        except NnrtError as exc:
+            raise _reworded(exc, f"{where}: token {token}: ") from None
+        if target is None:
+            conn.respond(request_id, Status.OK, {"tensor": encode_tensor(data)})
+            return
+        if ref.length < data.nbytes:
+            raise BadData(f"{where}: the target holds {ref.length} bytes, token {token} holds "
+                          f"{data.nbytes}")
+        itemsize = data.dtype.itemsize
+        if ref.length % itemsize:
+            raise BadData(f"{where}: the target length {ref.length} is not a multiple of the "
+                          f"{itemsize}-byte elements")
+        view = pool.array(ref.dtype, [ref.length // itemsize], ref.offset, ref.length,
+                          f"{where}: target", output=True)
+        view[:data.size] = data.reshape(-1)
+        conn.respond(request_id, Status.OK, {"shape": list(data.shape)})
+
     # -- execute -----------------------------------------------------------------------------------
 
     def _execute(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
@@ -158,11 +255,12 @@ class RequestHandlers:
             raise ProtocolError(f"request {request_id}: an execute with this id is still "
                                 "in flight")
         pools: tuple[MappedPool, ...] = ()
+        device_inputs: DeviceArgs = ()
         try:
             arrays: list[np.ndarray[Any, Any]] = [decode_tensor(value, "input")
                                                   for value in body["inputs"]]
         except ProtocolError:  # this path is hot: references and culprits are looked at here
-            arrays, pools = _decode_inputs(conn.pools, body["inputs"], request_id)
+            arrays, pools, device_inputs = _decode_inputs(conn, body["inputs"], request_id)
         output_sizes = body.get("output_sizes")
         if output_sizes is not None:
             _check_output_sizes(output_sizes, request_id)
@@ -172,10 +270,13 @@ class RequestHandlers:
         if handle.pools:  # constants read from a file or blob: re-checked before the run
             pools = (*pools, *handle.pools)
         destinations = None
+        device_outputs: DeviceArgs = ()
         outputs = body.get("outputs")
         if outputs is not None:
-            destinations, pools = _destinations(conn.pools, outputs, handle.prepared, request_id,
-                                                pools)
+            destinations, pools, device_outputs = _destinations(
+                conn, outputs, handle.prepared, request_id, pools)
+        if device_inputs or device_outputs:
+            _check_device_use(body["handle"], device_inputs, device_outputs, request_id)
         if pools:
             self._check_kinds(pools, request_id)
         priority = body.get("priority")
@@ -193,7 +294,8 @@ class RequestHandlers:
                                     "executes pending on this connection")
         self._service.executor.enqueue(Job(conn, request_id, body["handle"], handle.prepared,
                                            arrays, priority, deadline, output_sizes,
-                                           destinations, pools))
+                                           destinations, pools, device_inputs,
+                                           device_outputs))
 
 
     def _check_kinds(self, pools: tuple[MappedPool, ...], request_id: int) -> None:
@@ -206,48 +308,140 @@ class RequestHandlers:
                                f"{', '.join(sorted(kinds)) or 'none'}")
 
 
-def _decode_inputs(table: PoolTable, values: list[Any], request_id: int
-                   ) -> tuple[list[np.ndarray[Any, Any]], tuple[MappedPool, ...]]:
-    """Inputs that are inline tensors or pool references, and the pools referred to."""
+def _decode_inputs(conn: Connection, values: list[Any], request_id: int
+                   ) -> tuple[list[np.ndarray[Any, Any]], tuple[MappedPool, ...], DeviceArgs]:
+    """Inputs that are inline tensors, pool references or device buffers (read when the
+    execute runs: an empty placeholder until then); the pools and buffers referred to."""
+    table = conn.pools
     arrays: list[np.ndarray[Any, Any]] = []
     pools: dict[int, MappedPool] = {}
+    devices: list[tuple[int, HeldBuffer]] = []
     for position, value in enumerate(values):
         where = f"request {request_id}: input {position}"
-        if value.__class__ is list and len(value) == 5:
+        if value.__class__ is list and value and value[0] == DEVICE:
+            devices.append((position, _device_arg(conn, value, where)))
+            arrays.append(_PLACEHOLDER)
+        elif value.__class__ is list and len(value) == 5:
             ref = decode_ref(value, where)
             pool = table.get(ref.pool, where)
             arrays.append(pool.array(ref.dtype, ref.shape, ref.offset, ref.length, where))
             pools[pool.id] = pool
         else:
             arrays.append(decode_tensor(value, where))
-    return arrays, tuple(pools.values())
+    return arrays, tuple(pools.values()), tuple(devices)
 
 
-def _destinations(table: PoolTable, values: list[Any], prepared: PreparedModel,
+def _destinations(conn: Connection, values: list[Any], prepared: PreparedModel,
                   request_id: int, pools: tuple[MappedPool, ...]
-                  ) -> tuple[list[np.ndarray[Any, Any] | None], tuple[MappedPool, ...]]:
-    """The writable pool views the ``outputs`` field names (None: inline), and every pool used."""
+                  ) -> tuple[list[np.ndarray[Any, Any] | None], tuple[MappedPool, ...],
+                             DeviceArgs]:
+    """The writable pool views the ``outputs`` field names (None: inline or a device buffer),
+    every pool used, and the device buffers outputs go to."""
     model = prepared.model
     if len(values) != len(model.outputs):
         raise BadData(f"request {request_id}: outputs has {len(values)} entries, the model has "
                       f"{len(model.outputs)} outputs")
     used = {pool.id: pool for pool in pools}
     destinations: list[np.ndarray[Any, Any] | None] = []
+    devices: list[tuple[int, HeldBuffer]] = []
     for j, value in enumerate(values):
         if value is None:
             destinations.append(None)
             continue
         where = f"request {request_id}: outputs[{j}]"
+        if value.__class__ is list and value and value[0] == DEVICE:
+            devices.append((j, _device_arg(conn, value, where)))
+            destinations.append(None)
+            continue
         ref = decode_ref(value, where)
         expected = dtype_of(model.operands[model.outputs[j]].type)
         if ref.dtype != expected:
             raise BadData(f"{where}: the reference is {dtype_name(ref.dtype)}, model output {j} "
                           f"is {dtype_name(expected) or expected}")
-        pool = table.get(ref.pool, where)
+        pool = conn.pools.get(ref.pool, where)
         destinations.append(pool.array(ref.dtype, ref.shape, ref.offset, ref.length, where,
                                        output=True))
         used[pool.id] = pool
-    return destinations, tuple(used.values())
+    return destinations, tuple(used.values()), tuple(devices)
+
+
+def _device_arg(conn: Connection, value: list[Any], where: str) -> HeldBuffer:
+    """The live buffer ``["device", token]`` names (``BadData`` otherwise)."""
+    if len(value) != 2:
+        raise BadData(f"{where}: a device buffer argument is [\"device\", token] and carries "
+                      f"no offset or length (got {len(value)} fields)")
+    token = value[1]
+    if token.__class__ is not int:
+        raise ProtocolError(f"{where}: a device token must be an int, got "
+                            f"{type(token).__name__}")
+    return _held(conn, token, where)
+
+
+def _held(conn: Connection, token: int, where: str) -> HeldBuffer:
+    held = conn.buffers.get(token)
+    if held is None:
+        raise BadData(f"{where}: unknown token {token} (never allocated on this connection, "
+                      "or freed)")
+    return held
+
+
+def _check_device_use(handle: int, inputs: DeviceArgs, outputs: DeviceArgs,
+                      request_id: int) -> None:
+    """Every device buffer used in a role declared at allocation, and never written twice or
+    read and written by one request (``BadData``)."""
+    read: set[int] = set()
+    written: dict[int, int] = {}
+    for io, args in (("input", inputs), ("output", outputs)):
+        for position, held in args:
+            token = held.token
+            if (handle, io, position) not in held.roles:
+                roles = ", ".join(f"{r_io} {r_index} of handle {r_handle}"
+                                  for r_handle, r_io, r_index in sorted(held.roles))
+                raise BadData(f"request {request_id}: token {token} was not allocated for "
+                              f"{io} {position} of handle {handle} (its roles: {roles})")
+            if io == "input":
+                read.add(token)
+            elif token in read:
+                raise BadData(f"request {request_id}: token {token} is both an input and an "
+                              f"output (output {position})")
+            elif token in written:
+                raise BadData(f"request {request_id}: token {token} is both output "
+                              f"{written[token]} and output {position}")
+            else:
+                written[token] = position
+
+
+def _roles(conn: Connection, values: list[Any], where: str
+           ) -> tuple[list[tuple[PreparedModel, Any, Any, Any]], list[str],
+                      frozenset[tuple[int, str, int]]]:
+    """The driver roles ``[[handle, io, index, frequency], ...]`` name, their labels, and the
+    ``(handle, io, index)`` uses they allow (values are checked by ``Driver.allocate``)."""
+    roles: list[tuple[PreparedModel, Any, Any, Any]] = []
+    labels: list[str] = []
+    allowed: set[tuple[int, str, int]] = set()
+    for position, value in enumerate(values):
+        if value.__class__ is not list or len(value) != 4:
+            raise ProtocolError(f"{where}: roles[{position}] must be [handle, io, index, "
+                                "frequency]")
+        handle, io, index, frequency = value
+        if handle.__class__ is not int or io.__class__ is not str or (
+                index.__class__ is not int) or frequency.__class__ not in (int, float):
+            raise ProtocolError(f"{where}: roles[{position}] must be [int, str, int, number]")
+        held = conn.handles.get(handle)
+        if held is None:
+            raise BadData(f"roles[{position}]: unknown handle {handle}")
+        roles.append((held.prepared, io, index, frequency))
+        labels.append(f"handle {handle}")
+        allowed.add((handle, io, index))
+    return roles, labels, frozenset(allowed)
+
+
+def _reworded(exc: NnrtError, prefix: str) -> NnrtError:
+    """``exc`` with ``prefix`` before its message (same class; kept as is if it cannot be)."""
+    try:
+        return type(exc)(prefix + str(exc))
+    except TypeError:
+        return exc
 
 
 def _code(enum: type[_E], value: int, request_id: int, field: str) -> _E:

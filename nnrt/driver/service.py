@@ -3,10 +3,11 @@
 Run as ``python -m nnrt.driver`` (see :mod:`nnrt.driver.__main__`).
 
 A synchronous :mod:`selectors` loop, no threads, no asyncio. Control requests (``hello``,
-``ping``, ``info``, ``supported``, ``prepare``, ``release``, ``cancel``, ``map``, ``unmap``) are
-answered as soon as they are read; ``execute`` requests are queued (:mod:`nnrt.driver.jobs`) and
-run one at a time, highest priority first. While one runs, the driver's ``should_stop`` hook
-polls the sockets (at most every millisecond) so that cancels and new requests are still read.
+``ping``, ``info``, ``supported``, ``prepare``, ``release``, ``cancel``, ``map``, ``unmap``,
+``allocate``, ``free``, ``copy_from``, ``copy_to``) are answered as soon as they are read;
+``execute`` requests are queued (:mod:`nnrt.driver.jobs`) and run one at a time, highest
+priority first. While one runs, the driver's ``should_stop`` hook polls the sockets (at most
+every millisecond) so that cancels and new requests are still read.
 A connection that breaks the protocol is closed; the others keep being served. Responses are
 buffered per connection and sent once per loop iteration, never blocking on a slow reader.
 """
@@ -56,7 +57,7 @@ class Service:
     """Serves ``driver`` on one inherited connection (:meth:`serve_fd`) or a Unix socket path.
 
     Owns the selector, the listening socket (if any), every connection and every prepared
-    model created through it; :meth:`close` releases all of them exactly once.
+    model and device buffer created through it; :meth:`close` releases all of them exactly once.
     """
 
     def __init__(self, driver: Driver, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
@@ -240,6 +241,9 @@ class Service:
         handles, conn.handles = conn.handles, {}
         for handle in handles.values():
             self.executor.release(handle.prepared)
+        buffers, conn.buffers = conn.buffers, {}
+        for held in buffers.values():
+            self.executor.release_buffer(held.buffer)
         self._selector.unregister(conn.fileno)
         del self._connections[conn.fileno]
         del self._events[conn]

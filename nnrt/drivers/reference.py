@@ -23,6 +23,8 @@ from nnrt.driver.base import (
     PreparedModel,
     PrepareOptions,
 )
+from nnrt.driver.buffers import IO, BufferSpec, DeviceBuffer, HostBuffer
+from nnrt.errors import OpFailed
 from nnrt.model.model import Model
 from nnrt.ops.interpreter import ExecutionPlan
 from nnrt.ops.support import unsupported_reason
@@ -36,7 +38,17 @@ FEATURE_LEVEL = 8
 
 
 class ReferenceDriver(Driver):
-    """Runs every operation nnrt has a reference kernel for, in this process, with numpy."""
+    """Runs every operation nnrt has a reference kernel for, in this process, with numpy.
+
+    Device buffers live in host memory (:class:`~nnrt.driver.buffers.HostBuffer`).
+    ``max_buffer_bytes`` limits their size (allocations of a known larger size are refused, and
+    dynamic ones cannot grow past it); ``allow_unknown=False`` refuses buffers whose size is not
+    known at allocation. Both are there for tests of drivers that refuse.
+    """
+
+    def __init__(self, max_buffer_bytes: int | None = None, *, allow_unknown: bool = True) -> None:
+        self._max_buffer_bytes = max_buffer_bytes
+        self._allow_unknown = allow_unknown
 
     def _info(self) -> DriverInfo:
         return DriverInfo(name="reference", version=nnrt.__version__, device_type="cpu",
@@ -50,6 +62,17 @@ class ReferenceDriver(Driver):
 
     def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
         return ReferencePreparedModel(model)
+
+    def _allocate(self, spec: BufferSpec, roles: Sequence[tuple[PreparedModel, IO, int, float]]
+                  ) -> DeviceBuffer:
+        nbytes, limit = spec.nbytes, self._max_buffer_bytes
+        if nbytes is None and not self._allow_unknown:
+            raise OpFailed(f"driver reference: cannot allocate a buffer of unknown size (dims "
+                           f"{'unknown' if spec.dims is None else list(spec.dims)})")
+        if nbytes is not None and limit is not None and nbytes > limit:
+            raise OpFailed(f"driver reference: a buffer of {nbytes} bytes exceeds the "
+                           f"{limit}-byte limit")
+        return HostBuffer(spec, limit)
 
 
 class ReferencePreparedModel(PreparedModel):

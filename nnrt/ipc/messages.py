@@ -1,4 +1,4 @@
-"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 2).
+"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 3).
 
 A request is ``[request_id, verb, body]`` and a response ``[request_id, status, body]``: ids
 are positive ints chosen by the requester, verbs short strings, bodies maps of str to plain
@@ -11,6 +11,8 @@ The first request on a connection must be ``hello`` with this protocol version.
 Version 2 added shared memory pools: the ``map`` / ``unmap`` verbs, tensor references
 ``[dtype, shape, pool, offset, length]`` among an execute's ``inputs`` and in its new
 ``outputs`` field, and outputs written into a pool answered as ``[dtype, shape]``.
+Version 3 added driver-managed device buffers: the ``allocate`` / ``free`` / ``copy_from`` /
+``copy_to`` verbs and ``["device", token]`` among an execute's ``inputs`` and ``outputs``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from nnrt.errors import (
 from nnrt.ipc.framing import MAX_FDS_PER_MESSAGE, ProtocolError
 
 __all__ = [
+    "DEVICE",
     "PROTOCOL_VERSION",
     "REQUEST_SCHEMAS",
     "Status",
@@ -51,7 +54,9 @@ __all__ = [
     "error_from",
 ]
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
+#: The tag of a device-buffer argument ``["device", token]`` in an execute.
+DEVICE = "device"
 _MAX_ID = 2**53
 _MAX_RANK = 16
 _MAX_DIM = 2**31
@@ -83,6 +88,7 @@ Schema = Mapping[str, tuple[tuple[type, ...], bool]]
 _INT, _NUM, _STR = (int,), (int, float), (str,)
 _LIST, _MAP, _BYTES, _BOOL = (list,), (dict,), (bytes,), (bool,)
 _OPT_NUM = (int, float, type(None))
+_OPT_LIST = (list, type(None))
 
 REQUEST_SCHEMAS: dict[str, Schema] = {
     "hello": {"protocol": (_INT, True), "client": (_STR, True), "pid": (_INT, False)},
@@ -99,6 +105,10 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
             "writable": (_BOOL, True), "offset": (_INT, False), "name": (_STR, False),
             "nfds": (_INT, False)},
     "unmap": {"pool": (_INT, True)},
+    "allocate": {"dims": (_LIST, False), "roles": (_LIST, True)},
+    "free": {"token": (_INT, True)},
+    "copy_from": {"token": (_INT, True), "source": (_LIST, True)},
+    "copy_to": {"token": (_INT, True), "target": (_OPT_LIST, False)},
     # shared-mode service verbs (client -> nnrt serve)
     "compile": {"model": (_MAP, True), "preference": (_INT, False), "priority": (_INT, False),
                 "devices": (_LIST, False)},

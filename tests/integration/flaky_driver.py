@@ -1,4 +1,5 @@
-"""Real test drivers: one that refuses to start on demand, one stuck inside a step."""
+"""Real test drivers: one that refuses to start on demand, one stuck inside a step, others
+with fewer abilities (no blobs, small device buffers)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,10 @@ class NoBlobDriver(ReferenceDriver):
 
     def _memory_kinds(self) -> frozenset[str]:
         return frozenset({"memfd", "mmap_fd"})
+
+
+class SmallBufferDriver(ReferenceDriver):
+    """The reference driver whose device buffers hold at most 1 MiB and must have a known size."""
+
+    def __init__(self) -> None:
+        super().__init__(max_buffer_bytes=1 << 20, allow_unknown=False)

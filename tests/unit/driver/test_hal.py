@@ -19,6 +19,7 @@ from nnrt.driver import (
     PrepareOptions,
     load_driver,
 )
+from nnrt.driver.buffers import BufferDesc
 from nnrt.drivers.reference import ReferenceDriver
 
 
@@ -207,8 +208,16 @@ def test_cache_and_allocation_are_not_supported_by_default(driver: ReferenceDriv
         driver.prepare_from_cache(None, bytes(32))
     with pytest.raises(nnrt.BadData, match="token must be 32 bytes"):
         driver.prepare_from_cache(None, b"short")
-    with pytest.raises(nnrt.OpFailed, match="allocate is not supported by driver reference"):
-        driver.allocate(None, [])
+    with pytest.raises(nnrt.BadData, match="BufferDesc"):
+        driver.allocate(None, [])  # type: ignore[arg-type]
+
+    class NoBuffers(ReferenceDriver):
+        _allocate = nnrt.driver.Driver._allocate  # the base hook: memory domains are optional
+
+    plain = NoBuffers()
+    with plain.prepare(chain(1)) as prepared, pytest.raises(
+            nnrt.OpFailed, match="allocate is not supported by driver reference"):
+        plain.allocate(BufferDesc(), [(prepared, "input", 0, 1.0)])
 
 
 def test_a_prepared_model_runs_on_several_threads_at_once(driver: ReferenceDriver) -> None:
