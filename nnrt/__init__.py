@@ -31,8 +31,11 @@ from nnrt.model.types import PaddingCode as PaddingCode
 from nnrt.model.types import Priority as Priority
 
 if TYPE_CHECKING:
+    from nnrt.driver.buffers import BufferDesc as BufferDesc
     from nnrt.memory import Memory as Memory
     from nnrt.memory import TensorRef as TensorRef
+    from nnrt.runtime.device import BufferRole as BufferRole
+    from nnrt.runtime.device import DeviceMemory as DeviceMemory
     from nnrt.runtime.runtime import CompiledModel as CompiledModel
     from nnrt.runtime.runtime import Runtime as Runtime
     from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
@@ -42,7 +45,10 @@ if TYPE_CHECKING:
 # The runtime (client side: anyio, pools) is imported on first use, so that driver worker
 # processes, which import nnrt's model and ops, never load client code (DESIGN.md §3).
 _LAZY = {
+    "BufferDesc": "nnrt.driver.buffers",
+    "BufferRole": "nnrt.runtime.device",
     "CompiledModel": "nnrt.runtime.runtime",
+    "DeviceMemory": "nnrt.runtime.device",
     "Memory": "nnrt.memory",
     "TensorRef": "nnrt.memory",
     "Runtime": "nnrt.runtime.runtime",
@@ -69,9 +75,12 @@ __version__ = "0.1.0"
 __all__ = [
     "BadData",
     "BadState",
+    "BufferDesc",
+    "BufferRole",
     "CacheError",
     "CompiledModel",
     "DeadlineMissed",
+    "DeviceMemory",
     "ExecutionPreference",
     "FusedActivation",
     "Memory",

@@ -95,11 +95,13 @@ class InputBinder:
         operands = model.operands
         self._slots = tuple(_InputSlot(p, i, operands[i]) for p, i in enumerate(model.inputs))
 
-    def bind(self, inputs: Inputs) -> list[Array]:
+    def bind(self, inputs: Inputs, keep: type | None = None) -> list[Any]:
         """The checked input arrays in model input order, or ``BadData`` saying what is wrong.
 
         ``inputs`` is a sequence in model input order, or a mapping keyed by input position or
-        input operand name. Arrays of the exact dtype are used as given (not copied).
+        input operand name. Arrays of the exact dtype are used as given (not copied). Values
+        that are instances of ``keep`` are passed through unchecked (someone else checks them:
+        the runtime's device memories).
         """
         slots = self._slots
         if inputs.__class__ is not list and isinstance(inputs, Mapping):
@@ -108,7 +110,20 @@ class InputBinder:
             ordered = list(inputs)
             if len(ordered) != len(slots):
                 raise BadData(f"expected {len(slots)} inputs, got {len(ordered)}")
+        if keep is not None:
+            return [value if isinstance(value, keep) else slot.check(value)
+                    for slot, value in zip(slots, ordered, strict=True)]
         return [slot.check(value) for slot, value in zip(slots, ordered, strict=True)]
+
+    def order(self, inputs: Inputs) -> list[Any]:
+        """``inputs`` (a sequence or a mapping by position or name) as a list in model order,
+        unchecked (``BadData`` for a wrong count, unknown names or missing inputs)."""
+        if inputs.__class__ is not list and isinstance(inputs, Mapping):
+            return self._order(inputs)
+        ordered = list(inputs)
+        if len(ordered) != len(self._slots):
+            raise BadData(f"expected {len(self._slots)} inputs, got {len(ordered)}")
+        return ordered
 
     def _order(self, inputs: Mapping[int | str, Any]) -> list[Any]:
         count = len(self._slots)

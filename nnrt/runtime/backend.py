@@ -12,12 +12,31 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from nnrt.errors import BadData, DeadlineMissed, NnrtError, Unsupported
-from nnrt.runtime.pool import PreparedKey, WorkerPool
+from nnrt.errors import BadData, DeadlineMissed, NnrtError, UnavailableDevice, Unsupported
+from nnrt.runtime.connection import RequestClient
+from nnrt.runtime.pool import PreparedKey, WorkerPool, WorkerSlot
 from nnrt.runtime.stats import PoolStatistics, RuntimeStatistics
 from nnrt.runtime.transfer import PoolSource
 
 __all__ = ["CompiledRef", "EmbeddedBackend"]
+
+
+@dataclass(frozen=True)
+class DeviceHandle:
+    """Where a device buffer lives: the worker slot, the connection it was made on, its token.
+
+    The buffer dies with that connection: once the slot's worker restarted it is gone.
+    """
+
+    slot: WorkerSlot
+    client: RequestClient
+    token: int
+
+    def require_live(self) -> None:
+        """Raise ``UnavailableDevice`` if the worker holding the buffer is gone."""
+        if self.slot.client is not self.client or self.client.lost is not None:
+            raise UnavailableDevice("the worker holding this device memory stopped; its "
+                                    "contents are lost (allocate a new one)")
 
 
 @dataclass
@@ -86,14 +105,21 @@ class EmbeddedBackend:
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
                       priority: int, deadline: float | None, *,
                       outputs: list[Any] | None = None,
-                      pools: Collection[PoolSource] = ()) -> dict[str, Any]:
+                      pools: Collection[PoolSource] = (),
+                      device: DeviceHandle | None = None) -> dict[str, Any]:
         """Run one execution of ``ref`` on the least-loaded worker of its driver.
 
         ``outputs`` are the output references of the request (None: all inline); ``pools``
-        the memories its references name, mapped on the chosen worker first.
+        the memories its references name, mapped on the chosen worker first. A request naming
+        a device memory (``device``) runs on the worker holding it.
         """
         pool = self.pools[ref.driver]
-        slot = pool.try_acquire() or await pool.acquire(priority, deadline)
+        if device is not None:
+            device.require_live()
+            slot = device.slot
+            slot.in_flight += 1  # affinity: that worker, whatever its load
+        else:
+            slot = pool.try_acquire() or await pool.acquire(priority, deadline)
         ok = False
         try:
             handle = slot.handle_of(ref.key[0])
@@ -122,6 +148,43 @@ class EmbeddedBackend:
         finally:
             pool.release(slot, ok=ok)
 
+    # -- device memories -----------------------------------------------------------------------
+
+    async def allocate(self, driver: str, dims: tuple[int, ...] | None,
+                       roles: Sequence[tuple[CompiledRef, str, int, float]]) -> DeviceHandle:
+        """Allocate a device buffer on ``driver``'s home worker (where all its buffers live).
+
+        The roles' models are prepared there first. A refusal by the driver is ``OpFailed``.
+        """
+        slot = self.pools[driver].home()
+        client = slot.client
+        if client is None or client.lost is not None:
+            raise UnavailableDevice(f"no {driver} worker is running")
+        wire_roles = []
+        for ref, io, index, frequency in roles:
+            handle = slot.handle_of(ref.key[0]) or await slot.ensure_prepared(ref.key)
+            wire_roles.append([handle, io, index, float(frequency)])
+        body: dict[str, Any] = {"roles": wire_roles}
+        if dims is not None:
+            body["dims"] = list(dims)
+        reply = await client.request("allocate", body)
+        token = reply.get("token")
+        if token.__class__ is not int:
+            raise UnavailableDevice("malformed allocate reply from the worker")
+        return DeviceHandle(slot, client, token)
+
+    async def device_request(self, device: DeviceHandle, verb: str, body: dict[str, Any],
+                             pools: Collection[PoolSource] = ()) -> dict[str, Any]:
+        """A ``copy_from`` / ``copy_to`` / ``free`` on the worker holding ``device``."""
+        device.require_live()
+        for memory in pools:
+            await device.slot.ensure_mapped(memory)
+        return await device.client.request(verb, {"token": device.token, **body})
+
+    def count_fallback(self, driver: str) -> None:
+        """Record an allocation the driver refused and shared memory served instead."""
+        self.pools[driver].allocate_fallbacks += 1
+
     def unmap(self, pool_id: int) -> None:
         """Make every worker that mapped ``pool_id`` let go of it (no reply awaited)."""
         for pool in self.pools.values():
@@ -144,7 +207,8 @@ class EmbeddedBackend:
         """A snapshot of every pool."""
         return RuntimeStatistics({
             name: PoolStatistics(name, len(p.slots), sum(s.alive for s in p.slots),
-                                 p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts)
+                                 p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts,
+                                 p.allocate_fallbacks)
             for name, p in self.pools.items()})
 
     def devices(self) -> list[Any]:

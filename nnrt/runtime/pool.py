@@ -212,6 +212,8 @@ class WorkerPool:
         self.restarts = 0
         self.completed = 0
         self.failed = 0
+        #: Allocations the driver refused, served from shared memory instead.
+        self.allocate_fallbacks = 0
         self._waiters: list[tuple[int, int, _Waiter]] = []
         self._seq = itertools.count()
         self._listeners: list[Callable[[], None]] = []
@@ -294,6 +296,14 @@ class WorkerPool:
                     best is None or slot.load < best.load):
                 best = slot
         return best
+
+    def home(self) -> WorkerSlot:
+        """The worker holding this driver's device buffers: the first one running (a memory
+        domain is one device, so requests naming several buffers find them together)."""
+        for slot in self.slots:
+            if slot.alive:
+                return slot
+        raise UnavailableDevice(f"no {self.driver} worker is running")
 
     def try_acquire(self) -> WorkerSlot | None:
         """A slot with capacity right now (nobody waiting before us), or None."""

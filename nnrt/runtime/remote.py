@@ -75,8 +75,10 @@ class RemoteBackend:
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
                       priority: int, deadline: float | None, *,
                       outputs: list[Any] | None = None,
-                      pools: Collection[PoolSource] = ()) -> dict[str, Any]:
-        """Execute on the service (sharing the request's pools with it first)."""
+                      pools: Collection[PoolSource] = (),
+                      device: Any = None) -> dict[str, Any]:
+        """Execute on the service (sharing the request's pools with it first); the service
+        routes requests naming device memories to the worker holding them."""
         client = self._require()
         for pool in pools:
             await self.sharing.ensure(client, pool)
@@ -88,6 +90,30 @@ class RemoteBackend:
         if outputs is not None:
             body["outputs"] = outputs
         return await client.request("execute", body)
+
+    async def allocate(self, driver: str, dims: tuple[int, ...] | None,
+                       roles: Sequence[tuple[CompiledRef, str, int, float]]) -> int:
+        """Allocate on the service; the token it returns is scoped to this connection."""
+        body: dict[str, Any] = {"roles": [[ref.key[0], io, index, float(frequency)]
+                                          for ref, io, index, frequency in roles]}
+        if dims is not None:
+            body["dims"] = list(dims)
+        reply = await self._require().request("allocate", body)
+        token = reply.get("token")
+        if token.__class__ is not int:
+            raise UnavailableDevice("malformed allocate reply from the service")
+        return int(token)
+
+    async def device_request(self, device: int, verb: str, body: dict[str, Any],
+                             pools: Collection[PoolSource] = ()) -> dict[str, Any]:
+        """A ``copy_from`` / ``copy_to`` / ``free`` of a device memory on the service."""
+        client = self._require()
+        for pool in pools:
+            await self.sharing.ensure(client, pool)
+        return await client.request(verb, {"token": device, **body})
+
+    def count_fallback(self, driver: str) -> None:
+        """Allocations refused by the service's driver are counted by the service."""
 
     def unmap(self, pool_id: int) -> None:
         """Tell the service to let go of ``pool_id`` (no reply awaited)."""

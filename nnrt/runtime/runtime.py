@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
@@ -15,8 +17,9 @@ import numpy as np
 from anyio.abc import TaskGroup
 
 from nnrt.driver.base import DriverInfo
+from nnrt.driver.buffers import BufferDesc
 from nnrt.driver.discovery import load_driver
-from nnrt.errors import BadData, BadState, OutputInsufficientSize
+from nnrt.errors import BadData, BadState, OpFailed, OutputInsufficientSize
 from nnrt.memory import Memory, TensorRef
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
@@ -26,6 +29,7 @@ from nnrt.ops.interpreter import InputBinder, Inputs
 from nnrt.runtime.arena import DEFAULT_ARENA_LIMIT, Arena
 from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
 from nnrt.runtime.constants import place_constants
+from nnrt.runtime.device import BufferRole, DeviceMemory, check_allocation
 from nnrt.runtime.memories import MemoryManager
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.transfer import INLINE_LIMIT, PoolSource, Transfer
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["CompiledModel", "Runtime"]
 
 Array = np.ndarray[Any, Any]
+log = logging.getLogger("nnrt.runtime")
 _DTYPE_NAMES = {np.dtype(n): n for n in ("float32", "float16", "int32", "uint32", "uint8",
                                           "int8", "int16", "uint16", "bool")}
 #: Capacity reported for outputs that have a shared-memory buffer (checked by reference).
@@ -52,9 +57,18 @@ class Backend(Protocol):
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
                       priority: int, deadline: float | None, *,
                       outputs: list[Any] | None = None,
-                      pools: Collection[PoolSource] = ()) -> dict[str, Any]: ...
+                      pools: Collection[PoolSource] = (),
+                      device: Any = None) -> dict[str, Any]: ...
 
     async def release(self, ref: CompiledRef) -> None: ...
+
+    async def allocate(self, driver: str, dims: tuple[int, ...] | None,
+                       roles: Sequence[tuple[CompiledRef, str, int, float]]) -> Any: ...
+
+    async def device_request(self, device: Any, verb: str, body: dict[str, Any],
+                             pools: Collection[PoolSource] = ()) -> dict[str, Any]: ...
+
+    def count_fallback(self, driver: str) -> None: ...
 
     def statistics(self) -> RuntimeStatistics: ...
 
@@ -124,6 +138,7 @@ class Runtime:
         #: Shared memories of this runtime (``rt.memory.create(size)`` and friends).
         self.memory = MemoryManager()
         self._packed: dict[int, Memory] = {}
+        self._devices: weakref.WeakSet[DeviceMemory] = weakref.WeakSet()
 
     async def __aenter__(self) -> Self:
         if self._backend is not None:
@@ -175,6 +190,10 @@ class Runtime:
         if tg is None:
             return
         self.memory.attach(None, loop=None)
+        for device in list(self._devices):  # worker-side buffers die with the workers
+            device.freed = True
+            if device.fallback is not None:
+                device.fallback.close()
         for packed in self._packed.values():
             packed.close()
         self._packed.clear()
@@ -221,6 +240,37 @@ class Runtime:
             compiled.constants = placed.packed
             self._packed[placed.packed.id] = placed.packed
         return compiled
+
+    async def allocate(self, desc: BufferDesc, input_roles: Sequence[BufferRole] = (),
+                       output_roles: Sequence[BufferRole] = ()) -> DeviceMemory:
+        """A buffer managed by the driver, usable only in the given roles (memory domains).
+
+        ``desc`` gives the dims (0 or None: unknown); each role names a compiled model, an
+        input or output index and a usage frequency in (0, 1]. Invalid roles raise ``BadData``
+        (checked here and by the driver). A driver that refuses (a size it cannot handle, a
+        memory limit) is replaced by a shared-memory buffer of the deduced size — counted in
+        ``statistics().allocate_fallbacks`` — or, when the size is unknown, ``OpFailed``.
+        """
+        backend = self._require_backend()
+        spec, driver, roles = check_allocation(self, desc, input_roles, output_roles)
+        keys = frozenset((id(compiled), io, index) for compiled, io, index, _ in roles)
+        try:
+            handle = await backend.allocate(driver, spec.dims, [
+                (compiled.ref, io, index, frequency) for compiled, io, index, frequency in roles])
+        except OpFailed as exc:
+            dims = spec.dims
+            if dims is None or 0 in dims:
+                raise OpFailed(f"allocate: driver {driver} refused ({exc}) and the buffer's size "
+                               "is unknown, so shared memory cannot stand in") from exc
+            log.info("allocate: driver %s refused (%s); using shared memory instead", driver, exc)
+            backend.count_fallback(driver)
+            memory = Memory.create(max(math.prod(dims) * dtype_of(spec.type).itemsize, 1),
+                                   name="nnrt-device-fallback")
+            device = DeviceMemory(self, driver, spec, None, memory, keys)
+        else:
+            device = DeviceMemory(self, driver, spec, handle, None, keys)
+        self._devices.add(device)
+        return device
 
     def statistics(self) -> RuntimeStatistics:
         """Queue depth, in flight, completed, failed and worker restarts per driver.
@@ -301,26 +351,79 @@ class CompiledModel:
         memory = runtime.memory
         if memory._released:
             memory.flush()
-        arrays = self._binder.bind(_ref_views(inputs))
+        inputs = _ref_views(inputs)
+        devices = _has_devices(inputs, outputs)
+        fallbacks: dict[int, DeviceMemory] = {}
+        if devices:
+            inputs, outputs = self._device_args(inputs, outputs, fallbacks)
+        arrays: list[Any] = self._binder.bind(inputs, keep=DeviceMemory if devices else None)
         transfer = Transfer(runtime._arena)
         try:
-            tensors = [transfer.input(arr, _dtype_name(arr)) for arr in arrays]
+            tensors = [transfer.device(arr) if arr.__class__ is DeviceMemory
+                       else transfer.input(arr, _dtype_name(arr)) for arr in arrays]
             refs, sizes = (None, None) if outputs is None and not self._arena_outputs else (
                 self._outputs(transfer, outputs))
             pools = list(transfer.pools.values()) if transfer.pools else ()
             for pool in pools:
                 memory.watch(pool)
-            reply = await backend.execute(self.ref, tensors, sizes, self.priority,
-                                          _deadline(timeout), outputs=refs, pools=pools)
+            device = transfer.device_handle
+            if device is None or isinstance(device, int):  # none, or the service routes it
+                reply = await backend.execute(self.ref, tensors, sizes, self.priority,
+                                              _deadline(timeout), outputs=refs, pools=pools)
+            else:
+                reply = await backend.execute(self.ref, tensors, sizes, self.priority,
+                                              _deadline(timeout), outputs=refs, pools=pools,
+                                              device=device)
             results = transfer.decode(reply, self._out_names, not copy,
                                       None if outputs is None else list(outputs))
         finally:
             transfer.close()
+        for j, device_memory in fallbacks.items():  # written into its shared memory
+            device_memory.dims, device_memory.initialized = results[j].shape, True
+            results[j] = device_memory  # type: ignore[call-overload]
         if outputs is not None:  # plain buffers (not shared memory) receive a copy
             return [_write_into(target, result) if isinstance(target, np.ndarray)
                     and not transfer.in_place(j) else result
                     for j, (target, result) in enumerate(zip(outputs, results, strict=True))]
         return results
+
+    def _device_args(self, inputs: Inputs, outputs: Any, fallbacks: dict[int, DeviceMemory]
+                     ) -> tuple[Any, Any]:
+        """Check the device memories of a request against their roles (the worker checks too)
+        and stand in shared-memory fallbacks for their tensors."""
+        me = id(self)
+        ordered = self._binder.order(inputs)
+        seen_in: set[int] = set()
+        for j, value in enumerate(ordered):
+            if isinstance(value, DeviceMemory):
+                value._require_live()
+                if (me, "input", j) not in value.roles:
+                    raise BadData(f"input {j}: this device memory was not allocated for input "
+                                  f"{j} of this compiled model")
+                if value.fallback is not None:
+                    if not value.initialized:
+                        raise OpFailed(f"input {j}: the device memory is uninitialised")
+                    ordered[j] = value.as_ref().ndarray()
+                seen_in.add(id(value))
+        if outputs is not None:
+            outputs = list(outputs)
+            seen_out: set[int] = set()
+            for j, value in enumerate(outputs):
+                if not isinstance(value, DeviceMemory):
+                    continue
+                value._require_live()
+                if (me, "output", j) not in value.roles:
+                    raise BadData(f"output {j}: this device memory was not allocated for "
+                                  f"output {j} of this compiled model")
+                if id(value) in seen_in or id(value) in seen_out:
+                    raise BadData(f"output {j}: a device memory may not be both an input and "
+                                  "an output, nor two outputs, of one execution")
+                seen_out.add(id(value))
+                if value.fallback is not None:
+                    assert value.spec.dims is not None
+                    fallbacks[j] = value
+                    outputs[j] = TensorRef(value.fallback, 0, value.spec.dims, value.dtype)
+        return ordered, outputs
 
     def _outputs(self, transfer: Transfer, outputs: Any
                  ) -> tuple[list[Any] | None, list[int] | None]:
@@ -334,7 +437,8 @@ class CompiledModel:
         sizes = []
         for j in range(count):
             target = None if outputs is None else outputs[j]
-            if target is not None and not isinstance(target, np.ndarray | TensorRef):
+            if target is not None and not isinstance(target, np.ndarray | TensorRef
+                                                     | DeviceMemory):
                 raise BadData(f"output {j}: expected an ndarray or a TensorRef, got "
                               f"{type(target).__name__}")
             if isinstance(target, np.ndarray):
@@ -372,6 +476,15 @@ def _ref_views(inputs: Inputs) -> Inputs:
         if value.__class__ is TensorRef:
             return [v.ndarray() if isinstance(v, TensorRef) else v for v in inputs]
     return inputs
+
+
+def _has_devices(inputs: Inputs, outputs: Any) -> bool:
+    """Whether a request names a device memory (the common case, none, costs one pass)."""
+    values = inputs.values() if isinstance(inputs, Mapping) else inputs
+    for value in values:
+        if value.__class__ is DeviceMemory:
+            return True
+    return outputs is not None and any(isinstance(v, DeviceMemory) for v in outputs)
 
 
 def _dtype_name(array: Array) -> str:

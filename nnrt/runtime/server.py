@@ -27,7 +27,7 @@ from nnrt.errors import BadData, NnrtError, ResourceExhausted
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import PROTOCOL_VERSION, Status, check_request, encode_error
 from nnrt.model.wire import model_from_wire, model_to_wire
-from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
+from nnrt.runtime.backend import CompiledRef, DeviceHandle, EmbeddedBackend
 from nnrt.runtime.connection import FramedSocket
 
 __all__ = ["PeerCredentials", "serve"]
@@ -93,6 +93,9 @@ class _Session:
         #: The pools this client shared: mapped (checked) here, by the client's ids.
         self.pools = PoolTable()
         self.received: dict[int, ReceivedPool] = {}
+        #: This client's device memories: session token -> the worker-side buffer.
+        self.devices: dict[int, DeviceHandle] = {}
+        self._next_token = 1
         self.running: dict[int, anyio.CancelScope] = {}
         self.greeted = False
         self._next_handle = 1
@@ -114,6 +117,10 @@ class _Session:
                     with contextlib.suppress(NnrtError):
                         await self.backend.release(ref)
             self.handles.clear()
+            for device in self.devices.values():
+                if device.slot.client is device.client and device.client.lost is None:
+                    device.client.notify("free", {"token": device.token})
+            self.devices.clear()
             for received in self.received.values():
                 self.backend.unmap(received.id)
                 received.close()
@@ -195,17 +202,68 @@ class _Session:
         self.pools.get(pool_id, where)  # the precise error for unknown / released ids
         return self.received[pool_id]
 
-    def _translate(self, entries: list[Any], where: str, used: dict[int, ReceivedPool]
-                   ) -> list[Any]:
-        """Tensor entries with the client's pool ids replaced by the service-wide ones."""
+    def _translate(self, entries: list[Any], where: str, used: dict[int, ReceivedPool],
+                   devices: list[DeviceHandle] | None = None) -> list[Any]:
+        """Tensor entries with the client's pool ids and device tokens replaced by the
+        service-wide ones (a token or pool id of another client is unknown here)."""
         translated = []
         for position, entry in enumerate(entries):
             if isinstance(entry, list) and len(entry) == 5:
                 received = self._shared(entry[2], f"{where} {position}")
                 used[received.id] = received
                 entry = [entry[0], entry[1], received.id, entry[3], entry[4]]
+            elif isinstance(entry, list) and len(entry) == 2 and entry[0] == "device":
+                device = self._device(entry[1], f"{where} {position}")
+                if devices is not None:
+                    devices.append(device)
+                entry = ["device", device.token]
             translated.append(entry)
         return translated
+
+    def _device(self, token: Any, where: str) -> DeviceHandle:
+        device = self.devices.get(token) if token.__class__ is int else None
+        if device is None:
+            raise BadData(f"{where}: unknown device memory token {token!r:.40} (tokens belong "
+                          "to the client that allocated them)")
+        return device
+
+    async def _do_allocate(self, body: dict[str, Any]) -> dict[str, Any]:
+        roles = []
+        for position, role in enumerate(body["roles"]):
+            if not (isinstance(role, list) and len(role) == 4):
+                raise BadData(f"roles[{position}]: expected [handle, io, index, frequency]")
+            roles.append((self._ref(role[0]), role[1], role[2], role[3]))
+        drivers = {ref.driver for ref, *_ in roles}
+        if len(drivers) != 1:
+            raise BadData(f"allocate: the roles name models of drivers {sorted(drivers)}; a "
+                          "device memory belongs to one driver")
+        dims = body.get("dims")
+        device = await self.backend.allocate(drivers.pop(), None if dims is None else
+                                             tuple(dims), roles)
+        token, self._next_token = self._next_token, self._next_token + 1
+        self.devices[token] = device
+        return {"token": token}
+
+    async def _do_free(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = self._device(body["token"], "free")
+        del self.devices[body["token"]]
+        return await self.backend.device_request(device, "free", {})
+
+    async def _do_copy_from(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = self._device(body["token"], "copy_from")
+        used: dict[int, ReceivedPool] = {}
+        (source,) = self._translate([body["source"]], "source", used)
+        return await self.backend.device_request(device, "copy_from", {"source": source},
+                                                 list(used.values()))
+
+    async def _do_copy_to(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = self._device(body["token"], "copy_to")
+        used: dict[int, ReceivedPool] = {}
+        target = body.get("target")
+        if target is not None:
+            (target,) = self._translate([target], "target", used)
+        return await self.backend.device_request(device, "copy_to", {"target": target},
+                                                 list(used.values()))
 
     async def _refuse(self) -> dict[str, Any]:
         raise ResourceExhausted(f"more than {MAX_REQUESTS_PER_CLIENT} requests in flight")
@@ -258,14 +316,19 @@ class _Session:
         ref = self._ref(body["handle"])
         deadline = body.get("deadline")
         used: dict[int, ReceivedPool] = {}
-        inputs = self._translate(body["inputs"], "input", used)
+        devices: list[DeviceHandle] = []
+        inputs = self._translate(body["inputs"], "input", used, devices)
         outputs = body.get("outputs")
         if outputs is not None:
-            outputs = self._translate(outputs, "output", used)
+            outputs = self._translate(outputs, "output", used, devices)
+        if any(d.slot is not devices[0].slot for d in devices):
+            raise BadData("device memories held by different workers cannot meet in one "
+                          "request")
         return await self.backend.execute(ref, inputs, body.get("output_sizes"),
                                           body.get("priority", 100),
                                           float(deadline) if deadline is not None else None,
-                                          outputs=outputs, pools=list(used.values()))
+                                          outputs=outputs, pools=list(used.values()),
+                                          device=devices[0] if devices else None)
 
     async def _do_release(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self.handles.pop(body["handle"], None)

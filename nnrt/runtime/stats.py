@@ -19,6 +19,8 @@ class PoolStatistics:
     completed: int
     failed: int
     restarts: int
+    #: Device-memory allocations the driver refused, served from a shared memfd instead.
+    allocate_fallbacks: int = 0
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ class RuntimeStatistics:
         return sum(p.failed for p in self.pools.values())
 
     @property
+    def allocate_fallbacks(self) -> int:
+        """Device-memory allocations served from shared memory instead, all pools."""
+        return sum(p.allocate_fallbacks for p in self.pools.values())
+
+    @property
     def restarts(self) -> int:
         """Worker restarts, all pools."""
         return sum(p.restarts for p in self.pools.values())
@@ -45,7 +52,8 @@ class RuntimeStatistics:
     def to_wire(self) -> dict[str, list[object]]:
         """Plain data for the wire."""
         return {name: [p.driver, p.workers, p.workers_alive, p.queue_depth, p.in_flight,
-                       p.completed, p.failed, p.restarts] for name, p in self.pools.items()}
+                       p.completed, p.failed, p.restarts, p.allocate_fallbacks]
+                for name, p in self.pools.items()}
 
     @classmethod
     def from_wire(cls, data: object) -> RuntimeStatistics:
@@ -53,7 +61,7 @@ class RuntimeStatistics:
         pools: dict[str, PoolStatistics] = {}
         if isinstance(data, dict):
             for name, row in data.items():
-                if (isinstance(name, str) and isinstance(row, list) and len(row) == 8
+                if (isinstance(name, str) and isinstance(row, list) and len(row) == 9
                         and isinstance(row[0], str)
                         and all(isinstance(v, int) and not isinstance(v, bool) for v in row[1:])):
                     pools[name] = PoolStatistics(row[0], *row[1:])

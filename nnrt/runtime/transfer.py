@@ -28,6 +28,7 @@ from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import decode_tensor, encode_tensor
 from nnrt.memory import Memory, TensorRef, find_memory
 from nnrt.runtime.arena import Arena, Region
+from nnrt.runtime.device import DeviceMemory
 
 __all__ = ["INLINE_LIMIT", "PoolSource", "Transfer", "map_request"]
 
@@ -74,15 +75,17 @@ def map_request(pool: PoolSource) -> tuple[dict[str, Any], list[int]]:
 class Transfer:
     """The wire form of one execute's tensors, and what it borrowed to build it."""
 
-    __slots__ = ("_arena", "_regions", "_targets", "pools")
+    __slots__ = ("_arena", "_regions", "_targets", "device_handle", "pools")
 
     def __init__(self, arena: Arena | None) -> None:
         self._arena = arena
         #: Memories the request references, by pool id (mapped on the worker before sending).
         self.pools: dict[int, Memory] = {}
         self._regions: list[Region] = []
+        #: The device memories' worker (a request naming one runs there), if any.
+        self.device_handle: Any = None
         #: Per output: where the worker writes it (memory, offset, capacity), or None (inline).
-        self._targets: list[tuple[Memory, int, int, Region | None] | None] = []
+        self._targets: list[tuple[Memory, int, int, Region | None] | DeviceMemory | None] = []
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -105,11 +108,27 @@ class Transfer:
                         array.nbytes]
         return encode_tensor(array)
 
+    def device(self, memory: DeviceMemory) -> list[Any]:
+        """The wire form of a device memory argument (its worker-side token)."""
+        handle = memory.handle
+        if isinstance(handle, int):  # shared mode: the service's token; it routes the request
+            self.device_handle = handle
+            return ["device", handle]
+        previous = self.device_handle
+        if previous is not None and handle.slot is not previous.slot:
+            raise BadData("device memories held by different workers cannot meet in one "
+                          "request")
+        self.device_handle = handle
+        return ["device", handle.token]
+
     # -- outputs -----------------------------------------------------------------------------
 
-    def output_ref(self, j: int, buffer: Array | TensorRef | None, dtype: np.dtype[Any],
+    def output_ref(self, j: int, buffer: Any, dtype: np.dtype[Any],
                    name: str, static_shape: tuple[int, ...] | None) -> list[Any] | None:
         """The ``outputs[j]`` entry of the request: a pool reference, or None for inline."""
+        if isinstance(buffer, DeviceMemory):
+            self._targets.append(buffer)
+            return self.device(buffer)
         if isinstance(buffer, TensorRef):
             if buffer.dtype != dtype:
                 raise BadData(f"output {j}: the TensorRef holds {buffer.dtype}, the model output "
@@ -163,9 +182,12 @@ class Transfer:
             raise ProtocolError("execute reply has the wrong number of outputs")
         results = []
         for j, value in enumerate(raw):
+            target = self._targets[j] if j < len(self._targets) else None
+            if isinstance(target, DeviceMemory):
+                results.append(_device_result(j, value, target))
+                continue
             if not isinstance(value, list) or not value or value[0] != names[j]:
                 raise ProtocolError(f"output {j}: expected a {names[j]} tensor")
-            target = self._targets[j] if j < len(self._targets) else None
             if target is None:
                 results.append(decode_tensor(value, f"output {j}").copy())
                 continue
@@ -173,11 +195,13 @@ class Transfer:
                                            buffers[j] if buffers is not None else None))
         return results
 
-    def _from_pool(self, j: int, value: list[Any], target: tuple[Memory, int, int, Region | None],
+    def _from_pool(self, j: int, value: list[Any], target: Any,
                    views: bool, buffer: Any) -> Array:
         if len(value) != 2 or value[1].__class__ is not list or not all(
                 d.__class__ is int and d >= 0 for d in value[1]):
             raise ProtocolError(f"output {j}: expected [dtype, shape] for an output in memory")
+        memory: Memory
+        region: Region | None
         memory, offset, length, region = target
         dtype = np.dtype(value[0])
         shape = tuple(value[1])
@@ -189,11 +213,12 @@ class Transfer:
             flat = buffer.reshape(-1).view(np.uint8)
             result: Array = flat[:nbytes].view(dtype).reshape(shape)
             return result
-        view = memory.ndarray(dtype, shape, offset)
+        view: Array = memory.ndarray(dtype, shape, offset)
         if region is None:  # a TensorRef: a view of the caller's memory
             return view
         if not views:
-            return view.copy()
+            owned: Array = view.copy()
+            return owned
         self._regions.remove(region)  # the view owns it now: freed when the view is collected
         arena = self._arena
         if arena is not None:
@@ -206,3 +231,14 @@ class Transfer:
         if arena is not None:
             while regions:
                 arena.free(regions.pop())
+
+
+def _device_result(j: int, value: list[Any], memory: DeviceMemory) -> Any:
+    """A device output: the worker wrote it into the buffer; record its actual dims."""
+    if not isinstance(value, list) or len(value) != 2 or value[0] != "device" or (
+            value[1].__class__ is not list) or not all(
+            d.__class__ is int and d >= 0 for d in value[1]):
+        raise ProtocolError(f"output {j}: expected ['device', shape] for a device output")
+    memory.dims = tuple(value[1])
+    memory.initialized = True
+    return memory

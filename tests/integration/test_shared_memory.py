@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_device_memory import state_model
 from test_memory_runtime import add_weights_model, mul_model
 from test_shared import running_service
 
@@ -144,3 +145,44 @@ def released(service: Service, fds: int, maps: int) -> bool:
     and exactly the worker mappings of before."""
     now_fds, now_maps = service.footprint()
     return now_fds <= fds and now_maps == maps
+
+
+async def test_device_memory_through_the_service(service: Service) -> None:
+    async with nnrt.Runtime(connect=service.path) as rt:
+        step = await rt.compile(state_model())
+        roles = dict(input_roles=[nnrt.BufferRole(step, 1)],
+                     output_roles=[nnrt.BufferRole(step, 0)])
+        a = await rt.allocate(nnrt.BufferDesc(), **roles)
+        b = await rt.allocate(nnrt.BufferDesc(), **roles)
+        await a.copy_from(np.zeros(4, np.float32))
+        x = np.array([1, 2, 3, 4], np.float32)
+        for k in range(4):
+            src, dst = (a, b) if k % 2 == 0 else (b, a)
+            await step.execute([x, src], outputs=[dst])
+        np.testing.assert_array_equal(await a.copy_to(), x * 4)
+        with rt.memory.create(64) as memory:
+            view = await a.copy_to(memory.ndarray(np.float32, (4,)))
+            np.testing.assert_array_equal(view, x * 4)
+            del view
+        await a.free()
+        with pytest.raises(nnrt.BadState):
+            await a.copy_to()
+
+
+async def test_device_tokens_stay_with_their_client(service: Service) -> None:
+    async with nnrt.Runtime(connect=service.path) as first, \
+            nnrt.Runtime(connect=service.path) as second:
+        mine = await first.compile(state_model())
+        buf = await first.allocate(nnrt.BufferDesc(), [nnrt.BufferRole(mine, 1)])
+        await buf.copy_from(np.ones(4, np.float32))
+        theirs = await second.compile(state_model())
+        client = second._backend._require()  # type: ignore[union-attr]
+        body = {"handle": theirs.ref.key[0], "priority": 100,
+                "inputs": [["float32", [4], np.ones(4, np.float32).tobytes()],
+                           ["device", buf.handle]]}
+        with pytest.raises(nnrt.BadData, match="unknown device memory token"):
+            await client.request("execute", body)
+        with pytest.raises(nnrt.BadData, match="unknown device memory token"):
+            await client.request("copy_to", {"token": buf.handle, "target": None})
+        (y,) = await mine.execute([np.ones(4, np.float32), buf])  # the owner still can
+        np.testing.assert_array_equal(y, np.full(4, 2, np.float32))

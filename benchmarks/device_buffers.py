@@ -1,0 +1,120 @@
+"""A stateful loop (RNN-style) keeping a 16 MiB state, three ways, per-step time and bytes copied.
+
+Run: .venv/bin/python benchmarks/device_buffers.py [--state 16M] [--steps 100]
+
+The model is one step ``new_state = state + x`` (x a [1] float32 input, state float32 of
+``--state`` bytes). Side by side in one run, one worker:
+- (a) the state lives in two device buffers (``rt.allocate``) used ping-pong: input of one step,
+  output of the next (a buffer may not be both in one request); nothing crosses the boundary;
+- (b) the state comes back to the client as an ndarray and is sent again the next step (plain
+  ndarrays: one copy into the shared arena per step; results as views of the arena), and
+  (b') the same with ``copy=True`` (results copied out of the arena);
+- (c) the state lives in one shared memfd, two regions used ping-pong as output then input.
+Prints a markdown table (committed to docs/benchmarks.md): median ms per step and the bytes the
+client side copies per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+
+import numpy as np
+
+import nnrt
+from nnrt import BufferDesc, BufferRole
+
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def state_model(count: int) -> nnrt.Model:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1,))
+    state = b.input("state", (count,))
+    b.output(b.add(state, x))
+    return b.build()
+
+
+async def per_step(step: Callable[[int], Awaitable[object]], steps: int) -> float:
+    """Median seconds per step over ``steps`` steps, after 3 warm-up steps (k counts on)."""
+    samples = []
+    for k in range(3 + steps):
+        start = time.perf_counter()
+        await step(k)
+        if k >= 3:
+            samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+async def main(nbytes: int, steps: int) -> None:
+    count = nbytes // 4
+    x = np.ones(1, np.float32)
+    initial = np.zeros(count, np.float32)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}, numpy {np.__version__}, nnrt {nnrt.__version__}; "
+          f"state {nbytes >> 20} MiB, {steps} steps")
+    rows = []
+    async with nnrt.Runtime(workers=1, arena_limit=8 * nbytes) as rt:
+        compiled = await rt.compile(state_model(count))
+
+        roles = dict(input_roles=[BufferRole(compiled, 1)], output_roles=[BufferRole(compiled, 0)])
+        buffers = [await rt.allocate(BufferDesc(), **roles) for _ in range(2)]
+        await buffers[0].copy_from(initial)
+
+        async def device(k: int) -> None:
+            await compiled.execute([x, buffers[k % 2]], outputs=[buffers[(k + 1) % 2]])
+
+        rows.append(("(a) device buffers", await per_step(device, steps), 0))
+
+        state = [initial]
+
+        async def round_trip(k: int) -> None:
+            (state[0],) = await compiled.execute([x, state[0]])
+
+        rows.append(("(b) ndarray state sent back each step", await per_step(round_trip, steps),
+                     nbytes))
+
+        state = [initial]
+
+        async def round_trip_copy(k: int) -> None:
+            (state[0],) = await compiled.execute([x, state[0]], copy=True)
+
+        rows.append(("(b') the same with copy=True", await per_step(round_trip_copy, steps),
+                     2 * nbytes))
+        state = []
+
+        memory = rt.memory.create(2 * nbytes)
+        halves = [memory.ndarray(np.float32, (count,)),
+                  memory.ndarray(np.float32, (count,), nbytes)]
+        halves[0][:] = 0
+
+        async def shared(k: int) -> None:
+            await compiled.execute([x, halves[k % 2]], outputs=[halves[(k + 1) % 2]])
+
+        rows.append(("(c) one shared memfd, ping-pong", await per_step(shared, steps), 0))
+        expected = float(np.asarray(halves[(steps + 3) % 2][:1])[0])
+        assert expected == steps + 3, expected
+        for buffer in buffers:
+            await buffer.free()
+    print("\n| state loop | ms per step | bytes copied per step (client side) |\n|---|---:|---:|")
+    for name, seconds, copied in rows:
+        print(f"| {name} | {seconds * 1e3:.2f} | {copied:,} |")
+    a, b, c = rows[0][1], rows[1][1], rows[3][1]
+    verdict = "no slower" if a <= c * 1.05 else "slower"
+    print(f"\n(a) vs (c): {a * 1e3:.2f} vs {c * 1e3:.2f} ms ({verdict}); (b) / (a) = "
+          f"{b / a:.1f}x; (b') / (a) = {rows[2][1] / a:.1f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--state", default="16M")
+    parser.add_argument("--steps", type=int, default=100)
+    args = parser.parse_args()
+    text = args.state
+    size = int(text[:-1]) * UNITS[text[-1]] if text[-1] in UNITS else int(text)
+    asyncio.run(main(size, args.steps))
