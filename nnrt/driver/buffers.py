@@ -271,6 +271,23 @@ class DeviceBuffer(abc.ABC):
         self._dims = tuple(array.shape)
         self._initialized = True
 
+    def destination(self, shape: tuple[int, ...]) -> Array | None:
+        """Writable storage of ``shape`` an execution may compute its output into, or None.
+
+        The executor offers it to the driver as the output's destination; :meth:`write` of a
+        result already in it then stores nothing (no copy). The contents are undefined until
+        that write: a failed execution invalidates the buffer anyway.
+        """
+        self._check_live("destination")
+        if not dims_fit(self._spec.dims, shape):
+            return None
+        storage = self._destination(shape)
+        if storage is not None and (storage.shape != shape or storage.dtype != self.dtype
+                                    or not storage.flags.c_contiguous
+                                    or not storage.flags.writeable):
+            return None  # a driver hook returning something unusable: fall back to a copy
+        return storage
+
     def invalidate(self) -> None:
         """Mark the contents undefined (a failed execution or copy): reads fail until written."""
         self._initialized = False
@@ -288,6 +305,10 @@ class DeviceBuffer(abc.ABC):
             raise OpFailed(f"device buffer {what}: the buffer has been freed")
 
     # -- hooks -------------------------------------------------------------------------------
+
+    def _destination(self, shape: tuple[int, ...]) -> Array | None:
+        """Storage of ``shape`` to compute into (None: results are stored by a copy)."""
+        return None
 
     @abc.abstractmethod
     def _load(self) -> Array:
@@ -331,10 +352,22 @@ class HostBuffer(DeviceBuffer):
     def _store(self, array: Array) -> None:
         data = self._data
         if data is not None and data.shape == array.shape:
-            np.copyto(data, array, casting="no")
+            if array.__array_interface__["data"][0] != data.__array_interface__["data"][0]:
+                np.copyto(data, array, casting="no")  # (computed in place: nothing to copy)
         else:
             self._data = None
             self._data = np.array(array, order="C", copy=True)
+
+    def _destination(self, shape: tuple[int, ...]) -> Array | None:
+        data = self._data
+        if data is not None and data.shape == shape:
+            return data
+        nbytes = math.prod(shape) * self.dtype.itemsize
+        if not self._can_hold(nbytes):
+            return None
+        self._data = None
+        self._data = np.empty(shape, self.dtype)
+        return self._data
 
     def _can_hold(self, nbytes: int) -> bool:
         return self._max_bytes is None or nbytes <= self._max_bytes

@@ -112,6 +112,8 @@ class Executor:
             if job.device_inputs:
                 inputs = _read_devices(job)
             destinations = job.destinations
+            if job.device_outputs:
+                destinations = _device_destinations(job, destinations)
             result = job.prepared.execute(inputs, outputs=destinations,
                                           output_sizes=job.output_sizes, deadline=job.deadline,
                                           should_stop=self._should_stop)
@@ -228,6 +230,19 @@ def _read_devices(job: Job) -> list[Any]:
                           f"{position} is declared {list(declared)} (0 = unknown)")
         inputs[position] = array
     return inputs
+
+
+def _device_destinations(job: Job, destinations: Sequence[Any] | None) -> list[Any] | None:
+    """``destinations`` with each device output's storage where the model output's shape is
+    static and the buffer can offer storage of it: the driver then computes in place."""
+    model = job.prepared.model
+    offered: list[Any] = list(destinations) if destinations is not None else [
+        None] * len(model.outputs)
+    for j, held in job.device_outputs:
+        shape = model.operands[model.outputs[j]].dims
+        if shape and all(d > 0 for d in shape) and not held.buffer.released:
+            offered[j] = held.buffer.destination(shape)
+    return offered if any(d is not None for d in offered) else None
 
 
 def _write_devices(job: Job, results: Sequence[Any],
