@@ -8,6 +8,9 @@ test_worker_buffers.py.
 from __future__ import annotations
 
 import math
+import mmap
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -276,3 +279,46 @@ async def test_mul_model_buffer_with_plain_and_memory_sources() -> None:
             await buf.copy_from(memory)  # a whole Memory of the buffer's size
             (y,) = await mul.execute([buf])
             np.testing.assert_array_equal(y, [2, 4, 6, 8])
+
+
+async def test_concurrent_reads_of_one_buffer() -> None:
+    async with nnrt.Runtime(workers=2) as rt:
+        step = await rt.compile(state_model())
+        buf = await rt.allocate(BufferDesc(), [BufferRole(step, 1)])
+        await buf.copy_from(np.full(4, 10, np.float32))
+
+        async def one(k: int) -> None:
+            (y,) = await step.execute([np.full(4, k, np.float32), buf])
+            np.testing.assert_array_equal(y, np.full(4, 10 + k, np.float32))
+
+        import anyio
+
+        async with anyio.create_task_group() as tg:
+            for k in range(50):
+                tg.start_soon(one, k)
+
+
+async def test_copies_with_every_memory_kind(tmp_path: Path) -> None:
+    data = np.arange(16, dtype=np.float32)
+    path = tmp_path / "state.bin"
+    path.write_bytes(bytes(64))
+    fd = os.open(path, os.O_RDWR)
+    try:
+        async with nnrt.Runtime(workers=1) as rt:
+            mul = await rt.compile(mul_model((16,)))
+            buf = await rt.allocate(BufferDesc(), [BufferRole(mul, 0)])
+            memfd = rt.memory.create(64)
+            blob = rt.memory.create_blob(64)
+            mapped = rt.memory.from_fd(fd, 0, 64, mmap.PROT_READ | mmap.PROT_WRITE)
+            for source, target in ((memfd, blob), (blob, mapped), (mapped, memfd)):
+                source.ndarray(np.float32, (16,))[:] = data
+                await buf.copy_from(source)
+                target.ndarray(np.float32, (16,))[:] = 0
+                view = await buf.copy_to(target)
+                assert view.tobytes() == data.tobytes()
+                np.testing.assert_array_equal(target.ndarray(np.float32, (16,)), data)
+                data = data + 1
+                del view
+    finally:
+        os.close(fd)
+    assert np.frombuffer(path.read_bytes(), np.float32).tolist() == (data - 1).tolist()
