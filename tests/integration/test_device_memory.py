@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -322,3 +324,11 @@ async def test_copies_with_every_memory_kind(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert np.frombuffer(path.read_bytes(), np.float32).tolist() == (data - 1).tolist()
+
+
+def test_stateful_rnn_example_runs() -> None:
+    example = Path(__file__).parents[2] / "examples" / "stateful_rnn.py"
+    result = subprocess.run([sys.executable, str(example), "--steps", "20", "--units", "256"],
+                            check=False, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "identical both ways" in result.stdout
