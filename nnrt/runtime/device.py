@@ -183,7 +183,8 @@ class DeviceMemory:
         return view
 
     def _fallback_view(self, shape: tuple[int, ...]) -> Array:
-        assert self.fallback is not None
+        if self.fallback is None:
+            raise BadState("this device memory has no shared-memory fallback")
         return self.fallback.ndarray(self.dtype, shape)
 
     def as_ref(self) -> TensorRef:

@@ -366,14 +366,9 @@ class CompiledModel:
             pools = list(transfer.pools.values()) if transfer.pools else ()
             for pool in pools:
                 memory.watch(pool)
-            device = transfer.device_handle
-            if device is None or isinstance(device, int):  # none, or the service routes it
-                reply = await backend.execute(self.ref, tensors, sizes, self.priority,
-                                              _deadline(timeout), outputs=refs, pools=pools)
-            else:
-                reply = await backend.execute(self.ref, tensors, sizes, self.priority,
-                                              _deadline(timeout), outputs=refs, pools=pools,
-                                              device=device)
+            reply = await backend.execute(self.ref, tensors, sizes, self.priority,
+                                          _deadline(timeout), outputs=refs, pools=pools,
+                                          device=transfer.device_handle)
             results = transfer.decode(reply, self._out_names, not copy,
                                       None if outputs is None else list(outputs))
         finally:
@@ -419,10 +414,10 @@ class CompiledModel:
                     raise BadData(f"output {j}: a device memory may not be both an input and "
                                   "an output, nor two outputs, of one execution")
                 seen_out.add(id(value))
-                if value.fallback is not None:
-                    assert value.spec.dims is not None
+                if value.fallback is not None:  # (a fallback always has known dims)
                     fallbacks[j] = value
-                    outputs[j] = TensorRef(value.fallback, 0, value.spec.dims, value.dtype)
+                    outputs[j] = TensorRef(value.fallback, 0, value.spec.dims or (),
+                                           value.dtype)
         return ordered, outputs
 
     def _outputs(self, transfer: Transfer, outputs: Any
