@@ -137,15 +137,8 @@ class Driver(abc.ABC):
                               or f"not supported by driver {self._name()}")
                     problems.append(f"operation {index} ({op.type.name}): {reason}")
             raise Unsupported("unsupported operations: " + "; ".join(problems))
-        try:
-            prepared = self._prepare(model, options, cache)
-        except NnrtError:
-            raise
-        except Exception as exc:
-            raise OpFailed(f"driver {self._name()}: prepare failed: {exc!r}") from exc
-        if not isinstance(prepared, PreparedModel):
-            raise OpFailed(f"driver {self._name()}: _prepare() returned "
-                           f"{type(prepared).__name__}, expected a PreparedModel")
+        prepared: PreparedModel = self._call_hook(PreparedModel, "prepare", self._prepare, model,
+                                                  options, cache)
         return prepared
 
     def prepare_from_cache(self, cache: Any, token: bytes) -> PreparedModel:
@@ -157,10 +150,8 @@ class Driver(abc.ABC):
             raise BadData(f"prepare_from_cache: token must be {CACHE_TOKEN_BYTES} bytes, got "
                           f"{type(token).__name__} of length "
                           f"{len(token) if isinstance(token, bytes) else '?'}")
-        prepared = self._prepare_from_cache(cache, token)
-        if not isinstance(prepared, PreparedModel):
-            raise OpFailed(f"driver {self._name()}: _prepare_from_cache() returned "
-                           f"{type(prepared).__name__}, expected a PreparedModel")
+        prepared: PreparedModel = self._call_hook(PreparedModel, "prepare_from_cache",
+                                                  self._prepare_from_cache, cache, token)
         return prepared
 
     def allocate(self, desc: BufferDesc, roles: Sequence[tuple[PreparedModel, IO, int, float]],
@@ -179,16 +170,24 @@ class Driver(abc.ABC):
         operands = [self._role_operand(position, role, labels) for position, role in
                     enumerate(roles)]
         spec = check_roles(desc, operands)
+        buffer: DeviceBuffer = self._call_hook(DeviceBuffer, "allocate", self._allocate, spec,
+                                               roles)
+        return buffer
+
+    def _call_hook(self, expected: type, what: str, hook: Callable[..., Any], *args: Any
+                   ) -> Any:
+        """Call a driver hook: its nnrt errors as they are, any other failure ``OpFailed``
+        naming the driver, and a result of the wrong type ``OpFailed`` too."""
         try:
-            buffer = self._allocate(spec, roles)
+            result = hook(*args)
         except NnrtError:
             raise
         except Exception as exc:
-            raise OpFailed(f"driver {self._name()}: allocate failed: {exc!r}") from exc
-        if not isinstance(buffer, DeviceBuffer):
-            raise OpFailed(f"driver {self._name()}: _allocate() returned "
-                           f"{type(buffer).__name__}, expected a DeviceBuffer")
-        return buffer
+            raise OpFailed(f"driver {self._name()}: {what} failed: {exc!r}") from exc
+        if not isinstance(result, expected):
+            raise OpFailed(f"driver {self._name()}: _{what}() returned "
+                           f"{type(result).__name__}, expected a {expected.__name__}")
+        return result
 
     @staticmethod
     def _role_operand(position: int, role: Any, labels: Sequence[str] | None) -> RoleOperand:
