@@ -186,3 +186,14 @@ async def test_device_tokens_stay_with_their_client(service: Service) -> None:
             await client.request("copy_to", {"token": buf.handle, "target": None})
         (y,) = await mine.execute([np.ones(4, np.float32), buf])  # the owner still can
         np.testing.assert_array_equal(y, np.full(4, 2, np.float32))
+
+
+async def test_large_plain_arrays_through_the_service(service: Service) -> None:
+    x = np.random.default_rng(5).standard_normal((256, 1024)).astype(np.float32)  # 1 MiB
+    async with nnrt.Runtime(connect=service.path) as rt:
+        compiled = await rt.compile(mul_model(x.shape))
+        for _ in range(3):  # the arena is shared with the service once, then reused
+            (y,) = await compiled.execute([x])
+            np.testing.assert_array_equal(y, x * 2)
+        (owned,) = await compiled.execute([x], copy=True)
+        np.testing.assert_array_equal(owned, x * 2)
