@@ -8,6 +8,7 @@ descriptors is ``ResourceExhausted`` (transient), anything else ``Unmappable``; 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import mmap
@@ -15,6 +16,7 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import posix_ipc
@@ -84,16 +86,10 @@ def create_memfd(size: object, name: object) -> Opened:
         fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     except OSError as exc:
         raise os_failure(exc, what) from exc
-    try:
+    with _closed_on_failure(fd, what):
         os.ftruncate(fd, nbytes)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, MEMFD_SEALS)
         mapping = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-    except OSError as exc:
-        os.close(fd)
-        raise os_failure(exc, what) from exc
-    except BaseException:
-        os.close(fd)
-        raise
     return Opened("memfd", fd, mapping, 0, nbytes, True)
 
 
@@ -112,7 +108,7 @@ def map_fd(fd: object, offset: object, size: object, prot: object) -> Opened:
         if exc.errno == errno.EBADF:
             raise BadData(f"{what}: fd {number} is not open") from None
         raise os_failure(exc, what) from exc
-    try:
+    with _closed_on_failure(own, what):
         _check_access(own, prot, what)
         available = file_size(own)
         if available is not None and available < start + nbytes:
@@ -120,12 +116,6 @@ def map_fd(fd: object, offset: object, size: object, prot: object) -> Opened:
                           f"= {start + nbytes}")
         delta = start % mmap.ALLOCATIONGRANULARITY
         mapping = mmap.mmap(own, delta + nbytes, mmap.MAP_SHARED, prot, offset=start - delta)
-    except OSError as exc:
-        os.close(own)
-        raise os_failure(exc, what) from exc
-    except BaseException:
-        os.close(own)
-        raise
     return Opened("mmap_fd", own, mapping, delta, nbytes, prot & mmap.PROT_WRITE != 0,
                   file_offset=start)
 
@@ -142,14 +132,8 @@ def create_blob(size: object, name: object) -> Opened:
     except (posix_ipc.Error, OSError) as exc:
         raise _shm_failure(exc, what) from exc
     fd = shm.fd  # shm_open sets FD_CLOEXEC; the SharedMemory object never closes it by itself
-    try:
+    with _closed_on_failure(fd, what, lambda: posix_ipc.unlink_shared_memory(blob)):
         mapping = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-    except BaseException as exc:
-        os.close(fd)
-        posix_ipc.unlink_shared_memory(blob)
-        if isinstance(exc, OSError):
-            raise os_failure(exc, what) from exc
-        raise
     return Opened("blob", fd, mapping, 0, nbytes, True, name=blob, owner=True)
 
 
@@ -166,7 +150,7 @@ def open_blob(name: object, writable: object) -> Opened:
     except (posix_ipc.Error, OSError) as exc:
         raise _shm_failure(exc, what) from exc
     fd = shm.fd
-    try:
+    with _closed_on_failure(fd, what):
         nbytes = os.fstat(fd).st_size
         if nbytes <= 0:
             raise Unmappable(f"{what}: the blob is empty (0 bytes), nothing to map")
@@ -174,13 +158,23 @@ def open_blob(name: object, writable: object) -> Opened:
             raise Unmappable(f"{what}: the blob holds {nbytes} bytes, over the {MAX_SIZE} limit")
         prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
         mapping = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, prot)
-    except OSError as exc:
-        os.close(fd)
-        raise os_failure(exc, what) from exc
-    except BaseException:
-        os.close(fd)
-        raise
     return Opened("blob", fd, mapping, 0, nbytes, writable, name=blob)
+
+
+@contextlib.contextmanager
+def _closed_on_failure(fd: int, what: str, cleanup: Callable[[], object] | None = None
+                       ) -> Iterator[None]:
+    """Close ``fd`` (and run ``cleanup``) if the block fails; OS errors become nnrt errors
+    naming ``what``, nnrt errors pass as they are."""
+    try:
+        yield
+    except BaseException as exc:
+        os.close(fd)
+        if cleanup is not None:
+            cleanup()
+        if isinstance(exc, OSError) and not isinstance(exc, NnrtError):
+            raise os_failure(exc, what) from exc
+        raise
 
 
 def os_failure(exc: OSError, what: str) -> NnrtError:

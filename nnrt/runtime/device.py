@@ -28,7 +28,7 @@ from nnrt.model.operand import dtype_of
 if TYPE_CHECKING:
     from nnrt.runtime.runtime import CompiledModel, Runtime
 
-__all__ = ["BufferRole", "DeviceMemory", "check_allocation"]
+__all__ = ["BufferRole", "DeviceMemory", "check_allocation", "is_shape"]
 
 Array = np.ndarray[Any, Any]
 
@@ -174,10 +174,11 @@ class DeviceMemory:
         entry = [self.dtype.name, list(ref.shape), ref.memory.id, ref.offset, ref.nbytes]
         reply = await backend.device_request(self.handle, "copy_to", {"target": entry},
                                              [ref.memory])
-        shape = reply.get("shape")
-        if shape.__class__ is not list or not all(d.__class__ is int and d >= 0 for d in shape):
+        raw: Any = reply.get("shape")
+        if not is_shape(raw):
             raise ProtocolError("malformed copy_to reply from the worker")
-        self.dims = tuple(shape)
+        shape: tuple[int, ...] = tuple(raw)
+        self.dims = shape
         flat = ref.memory.ndarray(np.uint8, (ref.nbytes,), ref.offset)
         view: Array = flat[:math.prod(shape) * self.dtype.itemsize].view(self.dtype).reshape(shape)
         return view
@@ -227,6 +228,11 @@ def _source_array(source: Any, dtype: np.dtype[Any], dims: tuple[int, ...] | Non
         raise BadData(f"copy_from: shape {array.shape} is not compatible with the device "
                       f"memory's dims {dims}")
     return np.ascontiguousarray(array)
+
+
+def is_shape(value: Any) -> bool:
+    """Whether an untrusted reply field is a shape: a list of non-negative ints."""
+    return value.__class__ is list and all(d.__class__ is int and d >= 0 for d in value)
 
 
 def _target_ref(target: Any) -> TensorRef | None:

@@ -351,8 +351,7 @@ class CompiledModel:
         memory = runtime.memory
         if memory._released:
             memory.flush()
-        inputs = _ref_views(inputs)
-        devices = _has_devices(inputs, outputs)
+        inputs, devices = _scan(inputs, outputs)
         fallbacks: dict[int, DeviceMemory] = {}
         if devices:
             inputs, outputs = self._device_args(inputs, outputs, fallbacks)
@@ -461,25 +460,24 @@ class CompiledModel:
             self.constants.close()
 
 
-def _ref_views(inputs: Inputs) -> Inputs:
-    """``inputs`` with every TensorRef replaced by its ndarray view (recognised as shared)."""
-    if isinstance(inputs, Mapping):
-        if any(isinstance(v, TensorRef) for v in inputs.values()):
-            return {k: v.ndarray() if isinstance(v, TensorRef) else v for k, v in inputs.items()}
-        return inputs
-    for value in inputs:
-        if value.__class__ is TensorRef:
-            return [v.ndarray() if isinstance(v, TensorRef) else v for v in inputs]
-    return inputs
-
-
-def _has_devices(inputs: Inputs, outputs: Any) -> bool:
-    """Whether a request names a device memory (the common case, none, costs one pass)."""
-    values = inputs.values() if isinstance(inputs, Mapping) else inputs
+def _scan(inputs: Inputs, outputs: Any) -> tuple[Inputs, bool]:
+    """One pass over a request's arguments: ``inputs`` with every TensorRef replaced by its
+    ndarray view (recognised as shared memory), and whether any argument is a device memory."""
+    values = list(inputs.values()) if isinstance(inputs, Mapping) else inputs
+    refs = devices = False
     for value in values:
-        if value.__class__ is DeviceMemory:
-            return True
-    return outputs is not None and any(isinstance(v, DeviceMemory) for v in outputs)
+        kind = value.__class__
+        refs = refs or kind is TensorRef
+        devices = devices or kind is DeviceMemory
+    if refs:
+        if isinstance(inputs, Mapping):
+            inputs = {k: v.ndarray() if isinstance(v, TensorRef) else v
+                      for k, v in inputs.items()}
+        else:
+            inputs = [v.ndarray() if isinstance(v, TensorRef) else v for v in inputs]
+    devices = devices or (outputs is not None and any(isinstance(v, DeviceMemory)
+                                                      for v in outputs))
+    return inputs, devices
 
 
 def _dtype_name(array: Array) -> str:

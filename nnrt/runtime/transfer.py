@@ -28,7 +28,7 @@ from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import decode_tensor, encode_tensor
 from nnrt.memory import Memory, TensorRef, find_memory
 from nnrt.runtime.arena import Arena, Region
-from nnrt.runtime.device import DeviceMemory
+from nnrt.runtime.device import DeviceMemory, is_shape
 
 __all__ = ["INLINE_LIMIT", "PoolSource", "Transfer", "map_request"]
 
@@ -197,8 +197,7 @@ class Transfer:
 
     def _from_pool(self, j: int, value: list[Any], target: Any,
                    views: bool, buffer: Any) -> Array:
-        if len(value) != 2 or value[1].__class__ is not list or not all(
-                d.__class__ is int and d >= 0 for d in value[1]):
+        if len(value) != 2 or not is_shape(value[1]):
             raise ProtocolError(f"output {j}: expected [dtype, shape] for an output in memory")
         memory: Memory
         region: Region | None
@@ -235,9 +234,8 @@ class Transfer:
 
 def _device_result(j: int, value: list[Any], memory: DeviceMemory) -> Any:
     """A device output: the worker wrote it into the buffer; record its actual dims."""
-    if not isinstance(value, list) or len(value) != 2 or value[0] != "device" or (
-            value[1].__class__ is not list) or not all(
-            d.__class__ is int and d >= 0 for d in value[1]):
+    if not isinstance(value, list) or len(value) != 2 or value[0] != "device" or not is_shape(
+            value[1]):
         raise ProtocolError(f"output {j}: expected ['device', shape] for a device output")
     memory.dims = tuple(value[1])
     memory.initialized = True
