@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from collections.abc import Collection, Sequence
@@ -29,6 +30,8 @@ class RemoteBackend:
         self._client: RequestClient | None = None
         self._devices: list[DriverInfo] = []
         self._stats = RuntimeStatistics()
+        #: Allocations the service's driver refused that this client served from shared memory.
+        self._fallbacks: dict[str, int] = {}
         #: The pools shared with the service (it shares them with its workers in turn).
         self.sharing = PoolSharing()
 
@@ -113,7 +116,9 @@ class RemoteBackend:
         return await client.request(verb, {"token": device, **body})
 
     def count_fallback(self, driver: str) -> None:
-        """Allocations refused by the service's driver are counted by the service."""
+        """Record an allocation the service's driver refused and this client's shared memory
+        served instead (the fallback happens here, so the count lives here)."""
+        self._fallbacks[driver] = self._fallbacks.get(driver, 0) + 1
 
     def unmap(self, pool_id: int) -> None:
         """Tell the service to let go of ``pool_id`` (no reply awaited)."""
@@ -129,11 +134,16 @@ class RemoteBackend:
         """Fetch the service's statistics."""
         reply = await self._require().request("statistics", {})
         self._stats = RuntimeStatistics.from_wire(reply.get("pools"))
-        return self._stats
+        return self.statistics()
 
     def statistics(self) -> RuntimeStatistics:
-        """The last statistics fetched with :meth:`refresh_statistics`."""
-        return self._stats
+        """The last statistics fetched with :meth:`refresh_statistics`, with this client's
+        allocation fallbacks."""
+        mine = self._fallbacks
+        return RuntimeStatistics({
+            name: dataclasses.replace(pool, allocate_fallbacks=pool.allocate_fallbacks
+                                      + mine.get(name, 0))
+            for name, pool in self._stats.pools.items()})
 
     def devices(self) -> list[Any]:
         """The service's drivers."""
