@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -31,6 +32,7 @@ from nnrt.ops.interpreter import InputBinder
 
 __all__ = [
     "MAX_CACHE_FILES",
+    "OperationSupport",
     "CACHE_TOKEN_BYTES",
     "Cancelled",
     "Driver",
@@ -52,6 +54,15 @@ CACHE_TOKEN_BYTES = 32
 _DEFAULT_OPTIONS = PrepareOptions()
 #: Every pool kind nnrt shares with drivers.
 _ALL_KINDS = frozenset({"memfd", "mmap_fd", "blob"})
+
+
+@dataclass(frozen=True)
+class OperationSupport:
+    """A driver's answer for one model: per-operation flags, reasons and partition indices."""
+
+    supported: list[bool]
+    reasons: dict[int, str]
+    groups: dict[int, int]
 
 
 class Driver(abc.ABC):
@@ -85,6 +96,30 @@ class Driver(abc.ABC):
             flags = [ok and self._memory_reason(model, i, kinds) is None
                      for i, ok in enumerate(flags)]
         return flags
+
+    def support(self, model: Model) -> OperationSupport:
+        """What this driver says of each operation of ``model``, for the partitioner.
+
+        Supported flags (as :meth:`supported_operations`), the reason for each unsupported
+        operation, and partition indices: supported operations with different indices must not
+        share a partition (a compiler plugin's cut constraints).
+        """
+        flags = self.supported_operations(model)
+        kinds = self.memory_kinds()
+        reasons = {}
+        for index, ok in enumerate(flags):
+            if not ok:
+                reasons[index] = (self._memory_reason(model, index, kinds)
+                                  or self._unsupported_reason(model, index)
+                                  or f"not supported by driver {self._name()}")
+        groups = self._partition_indices(model)
+        if not isinstance(groups, dict) or not all(
+                type(i) is int and type(g) is int and 0 <= i < len(flags) and g >= 0
+                for i, g in groups.items()):
+            raise OpFailed(f"driver {self._name()}: _partition_indices() must return a dict "
+                           "of operation index -> partition index (ints >= 0)")
+        return OperationSupport(flags, reasons,
+                                {i: g for i, g in groups.items() if flags[i]})
 
     def memory_kinds(self) -> frozenset[str]:
         """The pool kinds (``memfd``, ``mmap_fd``, ``blob``) this driver can map and access."""
@@ -152,6 +187,23 @@ class Driver(abc.ABC):
                           f"{len(token) if isinstance(token, bytes) else '?'}")
         prepared: PreparedModel = self._call_hook(PreparedModel, "prepare_from_cache",
                                                   self._prepare_from_cache, cache, token)
+        return prepared
+
+    def prepare_compiled(self, model: Model, bytecode: bytes, entry_point: str
+                         ) -> PreparedModel:
+        """Load ``entry_point`` of bytecode compiled ahead of time for ``model`` (no compile).
+
+        Drivers built from a compiler plugin support this; others raise ``OpFailed``.
+        """
+        self._require_finished(model, "prepare_compiled")
+        if not isinstance(bytecode, bytes | bytearray | memoryview):
+            raise BadData(f"prepare_compiled: bytecode must be bytes, got "
+                          f"{type(bytecode).__name__}")
+        if not isinstance(entry_point, str) or not entry_point or len(entry_point) > 256:
+            raise BadData(f"prepare_compiled: bad entry point {entry_point!r:.80}")
+        prepared: PreparedModel = self._call_hook(PreparedModel, "prepare_compiled",
+                                                  self._prepare_compiled, model,
+                                                  bytes(bytecode), entry_point)
         return prepared
 
     def allocate(self, desc: BufferDesc, roles: Sequence[tuple[PreparedModel, IO, int, float]],
@@ -230,6 +282,14 @@ class Driver(abc.ABC):
     def _unsupported_reason(self, model: Model, op_index: int) -> str | None:
         """Why operation ``op_index`` is not supported (None: a generic message is used)."""
         return None
+
+    def _partition_indices(self, model: Model) -> dict[int, int]:
+        """Partition indices of supported operations (cut constraints); none by default."""
+        return {}
+
+    def _prepare_compiled(self, model: Model, bytecode: bytes, entry_point: str
+                          ) -> PreparedModel:
+        raise OpFailed(f"driver {self._name()} cannot load precompiled bytecode")
 
     def _cache_files_needed(self) -> tuple[int, int]:
         return (0, 0)
