@@ -20,6 +20,7 @@ under the ``nnrt.drivers`` entry-point group with a factory returning ``PluginDr
 from __future__ import annotations
 
 import abc
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,13 +201,21 @@ class PluginDriver(Driver):
                                        performance or PerformanceInfo(0.5, 0.5))
         #: How many times the plugin's compile step ran (AOT loads do not count).
         self.compile_count = 0
-        self._last: tuple[int, PartitionResult] | None = None
+        #: The last model partitioned (weakly) and the answer: asked several times in a row.
+        self._last: tuple[weakref.ref[Model], PartitionResult] | None = None
+
+    def with_soc(self, soc_model: str) -> PluginDriver:
+        """This driver's plugin and dispatch targeting another SoC model."""
+        info = self._driver_info
+        return PluginDriver(self.plugin, self.dispatch, soc_model=soc_model,
+                            device_type=info.device_type, feature_level=info.feature_level,
+                            performance=info.performance)
 
     def partition(self, model: Model) -> PartitionResult:
         """The plugin's checked selection for the finished ``model``, plus static-shape rules."""
         self._require_finished(model, "partition")
         cached = self._last
-        if cached is not None and cached[0] == id(model):
+        if cached is not None and cached[0]() is model:
             return cached[1]
         where = f"driver {self.plugin.name}"
         try:
@@ -231,7 +240,7 @@ class PluginDriver(Driver):
                                        f"{self.plugin.name} needs")
                     break
         checked = PartitionResult(selected, rejected)
-        self._last = (id(model), checked)
+        self._last = (weakref.ref(model), checked)
         return checked
 
     def compile_partitions(self, partitions: Sequence[Model]) -> CompiledResult:
