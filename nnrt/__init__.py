@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from nnrt.driver.buffers import BufferDesc as BufferDesc
     from nnrt.memory import Memory as Memory
     from nnrt.memory import TensorRef as TensorRef
+    from nnrt.model.file import load as load
+    from nnrt.model.file import save as save
     from nnrt.runtime.device import BufferRole as BufferRole
     from nnrt.runtime.device import DeviceMemory as DeviceMemory
     from nnrt.runtime.runtime import CompiledModel as CompiledModel
@@ -51,6 +53,8 @@ _LAZY = {
     "DeviceMemory": "nnrt.runtime.device",
     "Memory": "nnrt.memory",
     "TensorRef": "nnrt.memory",
+    "load": "nnrt.model.file",
+    "save": "nnrt.model.file",
     "Runtime": "nnrt.runtime.runtime",
     "RuntimeStatistics": "nnrt.runtime.stats",
     "SyncRuntime": "nnrt.runtime.sync",
@@ -104,6 +108,8 @@ __all__ = [
     "UnavailableDevice",
     "Unmappable",
     "Unsupported",
+    "load",
     "reference",
     "run_sync",
+    "save",
 ]

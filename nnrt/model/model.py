@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from nnrt.model.operation import Operation
 from nnrt.model.types import OperandLifetime, OperandType, OperationType
 from nnrt.model.validation import check_operand, check_operand_type
 from nnrt.model.values import coerce_value
+
+if TYPE_CHECKING:
+    from nnrt.model.aot import AotInfo
 
 __all__ = ["MAX_CONSTANT_COPY_BYTES", "Model"]
 
@@ -49,6 +52,7 @@ class Model:
         self._inferred_dims: tuple[tuple[int, ...], ...] = ()
         self._frozen_operands: tuple[Operand, ...] = ()
         self._frozen_operations: tuple[Operation, ...] = ()
+        self._aot: AotInfo | None = None
 
     # -- read access -------------------------------------------------------------------------
 
@@ -85,6 +89,11 @@ class Model:
     def finished(self) -> bool:
         """Whether :meth:`finish` has succeeded (the model is then immutable)."""
         return self._finished
+
+    @property
+    def aot(self) -> AotInfo | None:
+        """Ahead-of-time compiled partitions loaded from a .nnrt file, or None."""
+        return self._aot
 
     @property
     def run_order(self) -> tuple[int, ...]:
@@ -334,6 +343,13 @@ class Model:
         """Replace operand ``index``'s record with one carrying ``changes`` (records are frozen)."""
         self._require_mutable("update")
         self._operands[index] = replace(self._operands[index], **changes)
+
+    def _attach_aot(self, info: AotInfo) -> None:
+        """Attach the AOT partitions read from a .nnrt file (on a finished model, once)."""
+        self._require_finished("_attach_aot")
+        if self._aot is not None:
+            raise BadState("Model._attach_aot: the model already has AOT partitions")
+        self._aot = info
 
     def _refine_dims(self, index: int, dims: tuple[int, ...]) -> None:
         """Set the dims of a not-yet-finished operand (the builder's inferred shapes)."""
