@@ -36,8 +36,10 @@ if TYPE_CHECKING:
     from nnrt.memory import TensorRef as TensorRef
     from nnrt.model.file import load as load
     from nnrt.model.file import save as save
+    from nnrt.runtime.compiler import PartitionWarning as PartitionWarning
     from nnrt.runtime.device import BufferRole as BufferRole
     from nnrt.runtime.device import DeviceMemory as DeviceMemory
+    from nnrt.runtime.placement import PlacementReport as PlacementReport
     from nnrt.runtime.runtime import CompiledModel as CompiledModel
     from nnrt.runtime.runtime import Runtime as Runtime
     from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
@@ -55,6 +57,8 @@ _LAZY = {
     "TensorRef": "nnrt.memory",
     "load": "nnrt.model.file",
     "save": "nnrt.model.file",
+    "PartitionWarning": "nnrt.runtime.compiler",
+    "PlacementReport": "nnrt.runtime.placement",
     "Runtime": "nnrt.runtime.runtime",
     "RuntimeStatistics": "nnrt.runtime.stats",
     "SyncRuntime": "nnrt.runtime.sync",
@@ -98,6 +102,8 @@ __all__ = [
     "OperationType",
     "OutputInsufficientSize",
     "PaddingCode",
+    "PartitionWarning",
+    "PlacementReport",
     "Priority",
     "TensorRef",
     "ResourceExhausted",

@@ -1,4 +1,4 @@
-"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, version."""
+"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, compile, version."""
 
 from __future__ import annotations
 
@@ -50,6 +50,17 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compile(args: argparse.Namespace) -> int:
+    from nnrt.cli.compile import compile_file  # noqa: PLC0415
+    from nnrt.errors import NnrtError  # noqa: PLC0415
+
+    try:
+        return compile_file(args.model, args.output, args.driver, args.soc, sys.stderr)
+    except (NnrtError, OSError) as exc:
+        print(f"nnrt compile: {exc}", file=sys.stderr)
+        return 1
+
+
 def _version(_: argparse.Namespace) -> int:
     import nnrt  # noqa: PLC0415
 
@@ -74,6 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=None, help="workers per driver "
                        "(default: CPU count)")
     serve.set_defaults(func=_serve)
+    aot = commands.add_parser("compile", help="compile a .nnrt model ahead of time with "
+                              "compiler plugins")
+    aot.add_argument("model", help="the .nnrt model file to compile")
+    aot.add_argument("-o", "--output", required=True, help="the .nnrt file to write")
+    aot.add_argument("--driver", action="append", required=True, help="plugin driver to "
+                     "compile for (repeatable; operations none takes run on the fallback)")
+    aot.add_argument("--soc", default=None, help="SoC model to compile for (default: the "
+                     "plugin's first)")
+    aot.set_defaults(func=_compile)
     commands.add_parser("version", help="print the version").set_defaults(func=_version)
     args = parser.parse_args(argv)
     code: int = args.func(args)

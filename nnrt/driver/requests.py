@@ -21,7 +21,8 @@ from nnrt.driver.buffers import BufferDesc
 from nnrt.driver.connection import MAX_BUFFERS, Connection, HeldBuffer
 from nnrt.driver.jobs import DeviceArgs, Job
 from nnrt.driver.pools import MappedPool
-from nnrt.errors import BadData, NnrtError, OpFailed, ResourceExhausted
+from nnrt.driver.stamp import stamp_mismatch
+from nnrt.errors import BadData, NnrtError, OpFailed, ResourceExhausted, Unsupported
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import (
     DEVICE,
@@ -32,6 +33,7 @@ from nnrt.ipc.messages import (
     dtype_name,
     encode_tensor,
 )
+from nnrt.model.aot import Stamp
 from nnrt.model.operand import dtype_of
 from nnrt.model.types import ExecutionPreference, Priority
 from nnrt.model.wire import model_from_wire
@@ -45,6 +47,7 @@ __all__ = ["MAX_PENDING_EXECUTES", "RequestHandlers"]
 MAX_PENDING_EXECUTES = 1024
 _MAX_CLIENT_NAME = 256
 _MAX_OUTPUT_SIZE = 2**63
+_MAX_REASON = 1024
 
 _E = TypeVar("_E", ExecutionPreference, Priority)
 #: Stands for a device input until the execute runs and reads the buffer.
@@ -105,8 +108,11 @@ class RequestHandlers:
 
     def _supported(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
         model = model_from_wire(body["model"], pools=conn.pools.resolve)
-        flags = self._driver.supported_operations(model)
-        conn.respond(request_id, Status.OK, {"supported": [bool(f) for f in flags]})
+        support = self._driver.support(model)
+        conn.respond(request_id, Status.OK, {
+            "supported": [bool(f) for f in support.supported],
+            "reasons": [[i, reason[:_MAX_REASON]] for i, reason in support.reasons.items()],
+            "groups": [[i, g] for i, g in support.groups.items()]})
 
     def _prepare(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
         preference = _code(ExecutionPreference, body.get(
@@ -119,8 +125,13 @@ class RequestHandlers:
             return pool
 
         model = model_from_wire(body["model"], pools=resolve)
-        prepared = self._driver.prepare(model, PrepareOptions(preference=preference,
-                                                              priority=priority))
+        compiled = body.get("compiled")
+        if compiled is not None:
+            bytecode, entry_point = self._aot_bytecode(conn, compiled, request_id)
+            prepared = self._driver.prepare_compiled(model, bytecode, entry_point)
+        else:
+            prepared = self._driver.prepare(model, PrepareOptions(preference=preference,
+                                                                  priority=priority))
         try:
             handle = conn.add_handle(prepared, int(priority),
                                      tuple(pool for pool in used.values() if pool.resizable))
@@ -128,6 +139,27 @@ class RequestHandlers:
             self._service.executor.release(prepared)
             raise
         conn.respond(request_id, Status.OK, {"handle": handle})
+
+    def _aot_bytecode(self, conn: Connection, compiled: list[Any], request_id: int
+                      ) -> tuple[bytes, str]:
+        """Check an ahead-of-time ``compiled`` field — ``[[pool, offset, length], entry point,
+        stamp]`` — against this driver and return the bytecode and entry point.
+
+        A stamp naming another driver, version, SoC, nnrt or Python is ``Unsupported`` (the
+        runtime then compiles the partition instead).
+        """
+        where = f"request {request_id}: compiled"
+        if len(compiled) != 3 or not isinstance(compiled[0], list) or len(compiled[0]) != 3 or (
+                not all(v.__class__ is int for v in compiled[0])):
+            raise ProtocolError(f"{where}: expected [[pool, offset, length], entry, stamp]")
+        (pool_id, offset, length), entry_point, stamp_data = compiled
+        if not isinstance(entry_point, str):
+            raise ProtocolError(f"{where}: the entry point must be a string")
+        mismatch = stamp_mismatch(Stamp.from_wire(stamp_data), self._driver)
+        if mismatch is not None:
+            raise Unsupported(f"ahead-of-time bytecode does not match this driver: {mismatch}")
+        pool = conn.pools.resolve(pool_id, where)
+        return bytes(pool.view(offset, length)), entry_point
 
     def _release(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
         handle = conn.handles.pop(body["handle"], None)

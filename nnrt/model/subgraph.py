@@ -25,13 +25,15 @@ class Outlined:
     """A sub-model and how its operands map onto the parent's.
 
     ``inputs[k]`` / ``outputs[k]`` are the parent operand indices behind the sub-model's
-    input / output ``k``; ``operations`` the parent operation indices, in run order.
+    input / output ``k``; ``operations`` the parent operation indices, in run order;
+    ``operands[k]`` the parent operand behind the sub-model's operand ``k``.
     """
 
     model: Model
     operations: tuple[int, ...]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    operands: tuple[int, ...] = ()
 
 
 def outline(parent: Model, operations: Iterable[int]) -> Outlined:
@@ -89,4 +91,5 @@ def outline(parent: Model, operations: Iterable[int]) -> Outlined:
     outputs = tuple(k for i in order for k in parent.operations[i].outputs if k in read_outside)
     sub.identify_inputs_and_outputs([mapping[k] for k in inputs], [mapping[k] for k in outputs])
     sub.relax_computation_float32_to_float16(parent.relaxed)
-    return Outlined(sub.finish(), order, tuple(inputs), outputs)
+    parents = tuple(sorted(mapping, key=mapping.__getitem__))
+    return Outlined(sub.finish(), order, tuple(inputs), outputs, parents)

@@ -46,6 +46,8 @@ class CompiledRef:
     driver: str
     key: PreparedKey
     released: bool = False
+    #: How the driver got the model: "compiled" (prepare) or "aot" (bytecode from a file).
+    source: str = "compiled"
 
 
 class EmbeddedBackend:
@@ -77,15 +79,35 @@ class EmbeddedBackend:
             raise BadData(f"unknown devices {unknown}; this runtime has {list(self.pools)}")
         return [self.pools[d] for d in devices]
 
+    async def support(self, driver: str, wire_model: dict[str, Any], priority: int,
+                      deadline: float | None, pools: Sequence[PoolSource] = ()
+                      ) -> dict[str, Any]:
+        """``driver``'s ``supported`` answer for a model (flags, reasons, partition indices)."""
+        pool = self._pools_for([driver])[0]
+        slot = await pool.acquire(priority, deadline)
+        ok = False
+        try:
+            for memory in pools:
+                await slot.ensure_mapped(memory)
+            reply = await slot.request("supported", {"model": wire_model})
+            ok = True
+            return reply
+        finally:
+            pool.release(slot, ok=ok)
+
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
                       devices: Sequence[str] | None, deadline: float | None,
-                      pools: Sequence[PoolSource] = ()) -> CompiledRef:
+                      pools: Sequence[PoolSource] = (), *,
+                      compiled: list[Any] | None = None) -> CompiledRef:
         """Prepare on the first device whose driver supports every operation.
 
         ``pools`` hold the model's constants by reference; each worker maps them before it
-        prepares the model.
+        prepares the model. ``compiled`` is ahead-of-time bytecode (``[[pool, offset, length],
+        entry point, stamp]``) for the driver to load instead of compiling.
         """
         body = {"model": wire_model, "preference": preference, "priority": priority}
+        if compiled is not None:
+            body["compiled"] = compiled
         reasons = []
         for pool in self._pools_for(devices):
             slot = await pool.acquire(priority, deadline)
@@ -94,7 +116,8 @@ class EmbeddedBackend:
                 key: PreparedKey = (next(self._keys), body, tuple(pools))
                 await slot.ensure_prepared(key)  # the driver refuses what it cannot run
                 ok = True
-                return CompiledRef(pool.driver, key)
+                return CompiledRef(pool.driver, key,
+                                   source="aot" if compiled is not None else "compiled")
             except Unsupported as exc:
                 ok = True  # answered properly; try the next device
                 reasons.append(f"{pool.driver}: {exc}")
@@ -210,6 +233,11 @@ class EmbeddedBackend:
                                  p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts,
                                  p.allocate_fallbacks)
             for name, p in self.pools.items()})
+
+    def device_info(self, device: str) -> Any:
+        """The driver info of the pool named ``device`` (None if unknown or not started)."""
+        pool = self.pools.get(device)
+        return pool.info if pool is not None else None
 
     def devices(self) -> list[Any]:
         """Driver info of every pool."""

@@ -67,6 +67,10 @@ def check_allocation(runtime: Runtime, desc: BufferDesc, input_roles: Sequence[B
                 raise BadData(f"allocate: {where} names a model compiled by another runtime")
             if compiled.ref.released:
                 raise BadState(f"allocate: {where} names a released compiled model")
+            if compiled.steps > 1:
+                raise BadData(f"allocate: {where} names a model that runs in {compiled.steps} "
+                              "steps on several drivers; device memories belong to one driver "
+                              "(compile it with devices=[one driver])")
             model = compiled.model
             indices = model.inputs if io == "input" else model.outputs
             index = role.io_index

@@ -58,14 +58,26 @@ class RemoteBackend:
             raise UnavailableDevice("not connected")
         return self._client
 
+    async def support(self, driver: str, wire_model: dict[str, Any], priority: int,
+                      deadline: float | None, pools: Sequence[PoolSource] = ()
+                      ) -> dict[str, Any]:
+        """Ask the service what ``driver`` supports of a model."""
+        client = self._require()
+        for pool in pools:
+            await self.sharing.ensure(client, pool)
+        return await client.request("supported", {"model": wire_model, "device": driver})
+
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
                       devices: Sequence[str] | None, deadline: float | None,
-                      pools: Sequence[PoolSource] = ()) -> CompiledRef:
+                      pools: Sequence[PoolSource] = (), *,
+                      compiled: list[Any] | None = None) -> CompiledRef:
         """Ask the service to compile; the returned handle is scoped to this connection."""
         body: dict[str, Any] = {"model": wire_model, "preference": preference,
                                 "priority": priority}
         if devices is not None:
             body["devices"] = list(devices)
+        if compiled is not None:
+            body["compiled"] = compiled
         client = self._require()
         for pool in pools:
             await self.sharing.ensure(client, pool)
@@ -73,7 +85,9 @@ class RemoteBackend:
         handle, driver = reply.get("handle"), reply.get("driver")
         if not isinstance(handle, int) or isinstance(handle, bool) or not isinstance(driver, str):
             raise UnavailableDevice("malformed compile reply from the service")
-        return CompiledRef(driver, (handle, {}, ()))
+        source = reply.get("source", "compiled")
+        return CompiledRef(driver, (handle, {}, ()),
+                           source=source if source in ("compiled", "aot") else "compiled")
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
                       priority: int, deadline: float | None, *,
@@ -144,6 +158,10 @@ class RemoteBackend:
             name: dataclasses.replace(pool, allocate_fallbacks=pool.allocate_fallbacks
                                       + mine.get(name, 0))
             for name, pool in self._stats.pools.items()})
+
+    def device_info(self, device: str) -> Any:
+        """The service's driver info named ``device`` (None if it has none by that name)."""
+        return next((info for info in self.devices() if info.name == device), None)
 
     def devices(self) -> list[Any]:
         """The service's drivers."""

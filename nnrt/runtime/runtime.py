@@ -24,14 +24,17 @@ from nnrt.memory import Memory, TensorRef
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
 from nnrt.model.types import ExecutionPreference, Priority
-from nnrt.model.wire import model_to_wire
 from nnrt.ops.interpreter import InputBinder, Inputs
 from nnrt.runtime.arena import DEFAULT_ARENA_LIMIT, Arena
 from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
+from nnrt.runtime.compiler import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.constants import place_constants
 from nnrt.runtime.device import BufferRole, DeviceMemory, check_allocation
 from nnrt.runtime.memories import MemoryManager
+from nnrt.runtime.placement import PlacementReport
+from nnrt.runtime.plan import Plan
 from nnrt.runtime.stats import RuntimeStatistics
+from nnrt.runtime.stepper import run_plan
 from nnrt.runtime.transfer import INLINE_LIMIT, PoolSource, Transfer
 
 if TYPE_CHECKING:
@@ -50,9 +53,14 @@ _UNLIMITED = 2**62
 class Backend(Protocol):
     """What the runtime needs from the embedded pools or from a shared service."""
 
+    async def support(self, driver: str, wire_model: dict[str, Any], priority: int,
+                      deadline: float | None, pools: Sequence[PoolSource] = ()
+                      ) -> dict[str, Any]: ...
+
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
                       devices: Sequence[str] | None, deadline: float | None,
-                      pools: Sequence[PoolSource] = ()) -> CompiledRef: ...
+                      pools: Sequence[PoolSource] = (), *,
+                      compiled: list[Any] | None = None) -> CompiledRef: ...
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
                       priority: int, deadline: float | None, *,
@@ -73,6 +81,8 @@ class Backend(Protocol):
     def statistics(self) -> RuntimeStatistics: ...
 
     def devices(self) -> list[Any]: ...
+
+    def device_info(self, device: str) -> Any: ...
 
 
 def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
@@ -108,9 +118,11 @@ class Runtime:
                  workers: int | Mapping[str, int] | None = None, connect: str | None = None,
                  max_in_flight: int = 16, cancel_grace: float = 5.0,
                  arena_limit: int = DEFAULT_ARENA_LIMIT) -> None:
-        if not drivers:
-            raise BadData("Runtime needs at least one driver")
+        if not drivers or isinstance(drivers, str):
+            raise BadData("Runtime needs a list of driver names")
         self._drivers = list(dict.fromkeys(drivers))
+        if FALLBACK_DRIVER not in self._drivers:  # runs what no other driver takes
+            self._drivers.append(FALLBACK_DRIVER)
         count = os.cpu_count() or 1
         if workers is None:
             per_driver = {d: count for d in self._drivers}
@@ -213,8 +225,18 @@ class Runtime:
     async def compile(self, model: Model, *,
                       preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                       priority: Priority = Priority.MEDIUM, devices: Sequence[str] | None = None,
-                      timeout: float | None = None) -> CompiledModel:
-        """Validate ``model``, choose a device and prepare it on a worker."""
+                      timeout: float | None = None, allow_fallback: bool = True
+                      ) -> CompiledModel:
+        """Validate ``model``, place its operations on drivers and prepare it on workers.
+
+        Every driver in ``devices`` (default: all of this runtime's, in order) says which
+        operations it supports; each operation goes to the best of them for ``preference``
+        and each driver's operations are grouped into the largest partitions that keep the
+        plan acyclic. Operations no driver takes run on the ``reference`` driver unless
+        ``allow_fallback`` is false (then ``Unsupported`` lists them). A model file's
+        ahead-of-time partitions load on their driver without compiling. See
+        :meth:`CompiledModel.placement`.
+        """
         backend = self._require_backend()
         if not isinstance(model, Model):
             raise BadData(f"compile expects an nnrt.Model, got {type(model).__name__}")
@@ -224,18 +246,33 @@ class Runtime:
         prio = int(priority)
         if not Priority.LOW <= prio <= Priority.HIGH:
             raise BadData(f"priority must be between {Priority.LOW} and {Priority.HIGH}")
+        if devices is not None and (isinstance(devices, str) or not devices or not all(
+                isinstance(d, str) for d in devices)):
+            raise BadData(f"devices must be a non-empty list of driver names, got "
+                          f"{devices!r:.80}")
+        candidates = list(dict.fromkeys(devices)) if devices is not None else self._drivers
+        unknown = [d for d in candidates if d not in self._drivers]
+        if unknown and self._connect is None:
+            raise BadData(f"unknown devices {unknown}; this runtime has {self._drivers}")
         deadline = _deadline(timeout)
         placed = place_constants(model)
         try:
-            wire = model_to_wire(model, placed.place)
             for pool in placed.pools:
                 self.memory.watch(pool)
-            ref = await backend.compile(wire, int(pref), prio, devices, deadline, placed.pools)
+            compilation = await compile_model(
+                backend, model, placed, preference=int(pref), priority=prio,
+                devices=candidates, deadline=deadline, allow_fallback=bool(allow_fallback))
         except BaseException:
             if placed.packed is not None:
                 placed.packed.close()
             raise
-        compiled = CompiledModel(self, model, ref, prio)
+        compiled = CompiledModel(self, model, compilation.refs[0], prio)
+        compiled._placement = compilation.report
+        if compilation.plan is not None:
+            compiled._plan = compilation.plan
+            compiled._steps = [CompiledModel(self, step.outlined.model, ref, prio)
+                               for step, ref in zip(compilation.plan.steps, compilation.refs,
+                                                    strict=True)]
         if placed.packed is not None:
             compiled.constants = placed.packed
             self._packed[placed.packed.id] = placed.packed
@@ -323,11 +360,25 @@ class CompiledModel:
             for shape, dt in zip(self._static_shapes, self._out_dtypes, strict=True))
         #: The memory holding constants the runtime packed for this model (if any).
         self.constants: Memory | None = None
+        self._placement: PlacementReport | None = None
+        self._plan: Plan | None = None
+        self._steps: list[CompiledModel] | None = None
 
     @property
     def device(self) -> str:
-        """The driver running this model."""
+        """The driver running this model (the first step's, for a model split in steps)."""
         return self.ref.driver
+
+    @property
+    def steps(self) -> int:
+        """How many steps the execution plan has (1: the model runs whole on one driver)."""
+        return 1 if self._steps is None else len(self._steps)
+
+    def placement(self) -> PlacementReport:
+        """Per operation: its driver and step, and why the other drivers did not take it."""
+        if self._placement is None:
+            raise BadState("this compiled model has no placement report (a plan step)")
+        return self._placement
 
     async def execute(self, inputs: Inputs, *,
                       outputs: Sequence[Array | TensorRef | None] | None = None,
@@ -346,6 +397,8 @@ class CompiledModel:
         """
         if self.ref.released:
             raise BadState("this compiled model was released")
+        if self._steps is not None:
+            return await run_plan(self, self._steps, inputs, outputs, timeout, copy)
         runtime = self.runtime
         backend = runtime._require_backend()
         memory = runtime.memory
@@ -452,7 +505,10 @@ class CompiledModel:
     async def release(self) -> None:
         """Free this model on every worker; executing it afterwards raises ``BadState``."""
         backend = self.runtime._backend
-        if backend is not None:
+        if self._steps is not None:
+            for step in self._steps:
+                await step.release()
+        elif backend is not None:
             await backend.release(self.ref)
         self.ref.released = True
         if self.constants is not None:

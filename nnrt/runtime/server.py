@@ -281,12 +281,10 @@ class _Session:
     async def _do_statistics(self, body: dict[str, Any]) -> dict[str, Any]:
         return {"pools": self.backend.statistics().to_wire()}
 
-    async def _do_compile(self, body: dict[str, Any]) -> dict[str, Any]:
-        # untrusted: rebuilt and validated here, constants by reference read from the pools
+    def _rewire(self, body: dict[str, Any]) -> tuple[dict[str, Any], dict[int, ReceivedPool]]:
+        """The request's model, rebuilt and checked here (untrusted), as wire data naming the
+        service-wide ids of the pools its constants live in."""
         model = model_from_wire(body["model"], pools=self.pools.resolve)
-        devices = body.get("devices")
-        if devices is not None and not all(isinstance(d, str) for d in devices):
-            raise BadData("devices must be a list of driver names")
         used: dict[int, ReceivedPool] = {}
 
         def place(index: int) -> tuple[int, int, int] | None:
@@ -297,13 +295,33 @@ class _Session:
             used[received.id] = received
             return (received.id, location.offset, location.length)
 
-        wire = model_to_wire(model, place)
+        return model_to_wire(model, place), used
+
+    async def _do_supported(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = body.get("device")
+        if device is None:
+            raise BadData("supported: name the device to ask")
+        wire, used = self._rewire(body)
+        return await self.backend.support(device, wire, 100, None, list(used.values()))
+
+    async def _do_compile(self, body: dict[str, Any]) -> dict[str, Any]:
+        devices = body.get("devices")
+        if devices is not None and not all(isinstance(d, str) for d in devices):
+            raise BadData("devices must be a list of driver names")
+        wire, used = self._rewire(body)
+        compiled = body.get("compiled")
+        if compiled is not None:  # ahead-of-time bytecode in a pool of this client
+            if len(compiled) != 3 or not isinstance(compiled[0], list) or len(compiled[0]) != 3:
+                raise BadData("compile: compiled must be [[pool, offset, length], entry, stamp]")
+            received = self._shared(compiled[0][0], "compile: compiled")
+            used[received.id] = received
+            compiled = [[received.id, *compiled[0][1:]], *compiled[1:]]
         ref = await self.backend.compile(wire, body.get("preference", 1),
                                          body.get("priority", 100), devices, None,
-                                         list(used.values()))
+                                         list(used.values()), compiled=compiled)
         handle, self._next_handle = self._next_handle, self._next_handle + 1
         self.handles[handle] = ref
-        return {"handle": handle, "driver": ref.driver}
+        return {"handle": handle, "driver": ref.driver, "source": ref.source}
 
     def _ref(self, handle: int) -> CompiledRef:
         ref = self.handles.get(handle)

@@ -84,7 +84,7 @@ def test_prepare_and_execute_add(embedded: tuple[Worker, RawClient]) -> None:
     _, client = embedded
     model = add_model()
     assert client.call("supported", {"model": model_to_wire(model)}) == (
-        Status.OK, {"supported": [True]})
+        Status.OK, {"supported": [True], "reasons": [], "groups": []})
     handle = client.prepare(model)
     request = client.execute(handle, [X, Y])
     got, status, body = client.receive()

@@ -1,0 +1,118 @@
+"""Running a multi-step execution plan: steps in dependency order, independent ones at once.
+
+Each step is a compiled model of its own on its driver's workers. A step starts as soon as the
+steps it reads from are done, so independent steps run concurrently on different workers.
+Intermediates pass between steps the way any tensor travels: large ones are written by the
+producing worker into the runtime's shared arena and read from there by the consuming worker
+(zero-copy: the client only hands over the reference); small ones (up to 64 KiB) inline. The
+first failure — a worker dying mid-plan, a deadline — cancels the steps still running and is
+raised as it is (e.g. ``UnavailableDevice``); nothing waits forever.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import numpy as np
+
+from nnrt.errors import BadData, DeadlineMissed, OutputInsufficientSize
+from nnrt.memory import TensorRef
+
+if TYPE_CHECKING:
+    from nnrt.ops.interpreter import Inputs
+    from nnrt.runtime.runtime import CompiledModel
+
+__all__ = ["run_plan"]
+
+Array = np.ndarray[Any, Any]
+
+
+async def run_plan(compiled: CompiledModel, steps: Sequence[CompiledModel], inputs: Inputs,
+                   outputs: Sequence[Any] | None, timeout: float | None,
+                   copy: bool) -> list[Array]:
+    """Execute ``compiled`` (whose plan has ``steps``) once; returns the model outputs."""
+    plan = compiled._plan
+    if plan is None:  # pragma: no cover - only called for plans
+        raise BadData("not a multi-step model")
+    values = _values(inputs) if isinstance(inputs, list | tuple) else None
+    if _has_device(values if values is not None else inputs, outputs):
+        raise BadData("device memories cannot be used with a model split into several steps "
+                      "(see compiled.placement()); use shared memory or a one-driver compile")
+    arrays = compiled._binder.bind(inputs)
+    deadline = None if timeout is None else time.monotonic() + max(float(timeout), 0.0)
+    results: dict[tuple[int, int], Array] = {}
+    done = {step.index: anyio.Event() for step in plan.steps}
+    failures: list[BaseException] = []
+
+    async def run(index: int) -> None:
+        step = plan.steps[index]
+        try:
+            for dependency in step.depends:
+                await done[dependency].wait()
+            feed = [arrays[s.index] if s.step is None else results[(s.step, s.index)]
+                    for s in step.sources]
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DeadlineMissed("the execution did not finish before its deadline "
+                                         f"(step {index} of {len(plan.steps)} not started)")
+            out = await steps[index].execute(feed, timeout=remaining)
+            for j, value in enumerate(out):
+                results[(index, j)] = value
+            done[index].set()
+        except Exception as exc:
+            failures.append(exc)
+            tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        for step in plan.steps:
+            tg.start_soon(run, step.index)
+    if failures:
+        raise failures[0]
+    final = [arrays[s.index] if s.step is None else results[(s.step, s.index)]
+             for s in plan.outputs]
+    if outputs is not None:
+        return _deliver(final, outputs)
+    return [np.array(a) for a in final] if copy else final
+
+
+def _values(inputs: Sequence[Any]) -> list[Any]:
+    return list(inputs)
+
+
+def _has_device(inputs: Any, outputs: Sequence[Any] | None) -> bool:
+    from nnrt.runtime.device import DeviceMemory  # noqa: PLC0415 - avoid an import cycle
+
+    given = inputs.values() if isinstance(inputs, dict) else inputs
+    return any(isinstance(v, DeviceMemory) for v in given) or (
+        outputs is not None and any(isinstance(v, DeviceMemory) for v in outputs))
+
+
+def _deliver(final: list[Array], outputs: Sequence[Any]) -> list[Array]:
+    """Copy each result into the caller's buffer for it (None: return the result as it is)."""
+    if not isinstance(outputs, list | tuple) or len(outputs) != len(final):
+        raise BadData(f"outputs must be a list of {len(final)} buffers (None for an output to "
+                      "return)")
+    delivered = []
+    for j, (target, value) in enumerate(zip(outputs, final, strict=True)):
+        if target is None:
+            delivered.append(value)
+            continue
+        buffer = target.ndarray() if isinstance(target, TensorRef) else target
+        if not isinstance(buffer, np.ndarray):
+            raise BadData(f"output {j}: expected an ndarray or a TensorRef, got "
+                          f"{type(target).__name__}")
+        if buffer.dtype != value.dtype:
+            raise BadData(f"output {j}: expected an ndarray of {value.dtype}")
+        if buffer.size < value.size:
+            raise OutputInsufficientSize(
+                f"output {j}: needs {value.size} elements, the buffer has {buffer.size}",
+                [v.shape for v in final])
+        flat = buffer.reshape(-1)[:value.size]
+        flat[:] = value.reshape(-1)
+        delivered.append(flat.reshape(value.shape))
+    return delivered
