@@ -23,13 +23,15 @@ def compile_file(source: str, target: str, drivers: Sequence[str], soc: str | No
 
     model = nnrt.load(source)
     loaded = []
+    targeted = False
     for name in drivers:
         driver = load_driver(name)
-        if soc is not None:
-            if not isinstance(driver, PluginDriver):
-                raise BadData(f"--soc applies to compiler plugins; {name} is not one")
-            driver = driver.with_soc(soc)
+        if soc is not None and isinstance(driver, PluginDriver) and (
+                soc in driver.plugin.soc_models):
+            driver, targeted = driver.with_soc(soc), True
         loaded.append(driver)
+    if soc is not None and not targeted:
+        raise BadData(f"--soc {soc}: none of the drivers {', '.join(drivers)} targets it")
     started = time.monotonic()
     tty = stream.isatty()
 

@@ -20,6 +20,7 @@ under the ``nnrt.drivers`` entry-point group with a factory returning ``PluginDr
 from __future__ import annotations
 
 import abc
+import os
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
 
 __all__ = [
+    "FORBID_COMPILE",
     "CompiledResult",
     "CompilerPlugin",
     "Dispatch",
@@ -52,6 +54,9 @@ __all__ = [
 Array = np.ndarray[Any, Any]
 
 _MAX_ENTRY = 256
+#: Environment variable: "1" makes every plugin's compile step fail (deployments that must
+#: run ahead-of-time bytecode only, and tests proving they do).
+FORBID_COMPILE = "NNRT_FORBID_COMPILE"
 _RESULT_FORMAT = 1
 
 
@@ -246,6 +251,9 @@ class PluginDriver(Driver):
     def compile_partitions(self, partitions: Sequence[Model]) -> CompiledResult:
         """Run the plugin's compile step on outlined partitions (checked result)."""
         where = f"driver {self.plugin.name}"
+        if os.environ.get(FORBID_COMPILE) == "1":
+            raise OpFailed(f"{where}: compile step refused: {FORBID_COMPILE}=1 (only "
+                           "ahead-of-time bytecode may run)")
         try:
             result = self.plugin.compile(list(partitions), self.soc_model)
         except NnrtError:

@@ -109,7 +109,8 @@ class EmbeddedBackend:
         if compiled is not None:
             body["compiled"] = compiled
         reasons = []
-        for pool in self._pools_for(devices):
+        pools_for = self._pools_for(devices)
+        for pool in pools_for:
             slot = await pool.acquire(priority, deadline)
             ok = False
             try:
@@ -120,6 +121,8 @@ class EmbeddedBackend:
                                    source="aot" if compiled is not None else "compiled")
             except Unsupported as exc:
                 ok = True  # answered properly; try the next device
+                if len(pools_for) == 1:
+                    raise
                 reasons.append(f"{pool.driver}: {exc}")
             finally:
                 pool.release(slot, ok=ok)
