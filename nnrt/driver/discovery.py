@@ -21,7 +21,8 @@ __all__ = ["ENTRY_POINT_GROUP", "available_drivers", "load_driver"]
 #: The entry-point group drivers register under.
 ENTRY_POINT_GROUP = "nnrt.drivers"
 #: Drivers shipped with nnrt: name -> "module:factory".
-_BUILTIN = {"reference": "nnrt.drivers.reference:ReferenceDriver"}
+_BUILTIN = {"reference": "nnrt.drivers.reference:ReferenceDriver",
+            "cpu": "nnrt.drivers.cpu:CpuDriver"}
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _MAX_SPEC = 512
 

@@ -1,0 +1,19 @@
+"""The built-in compiling CPU driver ``cpu``: a compiler plugin and its dispatch.
+
+``CpuPlugin.partition`` selects float32 operations it lowers; ``compile`` folds constants,
+pre-packs weights, fuses activations and element-wise chains, plans a scratch arena and
+generates one straight-line Python function per partition, shipped as a msgpack bytecode module
+(see ``docs/cpu-driver.md``). ``CpuDispatch`` verifies that source before running it.
+``CpuDriver()`` serves the pair as a driver (``load_driver("cpu")``).
+"""
+
+from nnrt.drivers.cpu.compiler import CompiledPartition as CompiledPartition
+from nnrt.drivers.cpu.compiler import compile_partition as compile_partition
+from nnrt.drivers.cpu.dispatch import CpuDispatch as CpuDispatch
+from nnrt.drivers.cpu.dispatch import CpuExecutable as CpuExecutable
+from nnrt.drivers.cpu.driver import CpuDriver as CpuDriver
+from nnrt.drivers.cpu.driver import CpuPlugin as CpuPlugin
+from nnrt.drivers.cpu.module import FORMAT as FORMAT
+
+__all__ = ["FORMAT", "CompiledPartition", "CpuDispatch", "CpuDriver", "CpuExecutable",
+           "CpuPlugin", "compile_partition"]

@@ -1,0 +1,223 @@
+"""Lowering: each operation of a partition becomes kernel calls in the compiler graph.
+
+:class:`Lowerer` maps the partition's operands onto graph values (model inputs, constants and
+folded values, kernel results) and emits nodes. The per-operation functions of this module cover
+element-wise, shape and reduction operations; :mod:`nnrt.drivers.cpu.lowering_nn` covers the
+matrix, convolution and pooling ones and pre-packs their weights. Scalar parameters are read
+through a static :class:`~nnrt.ops.context.OperationContext` (the partition step only selects
+operations whose parameters are constants), with the reference kernels' own helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from nnrt.drivers.cpu.graph import Graph, Node, Ref, Value
+from nnrt.errors import OpFailed
+from nnrt.model.model import Model
+from nnrt.model.types import OperationType
+from nnrt.ops.context import OperationContext
+from nnrt.ops.registry import lookup
+from nnrt.ops.softmax import optional_axis
+
+__all__ = ["LOWERINGS", "Lowerer", "Lowering", "lower", "static_context"]
+
+Op = OperationType
+Array = np.ndarray[Any, Any]
+
+
+def static_context(model: Model, index: int) -> OperationContext:
+    """Operation ``index`` seen with its inferred dims and the model's constants."""
+    op = model.operations[index]
+    inferred = model.inferred_dims
+    return OperationContext(model.operands, op, index, lookup(op.type), relaxed=model.relaxed,
+                            dims=lambda k: inferred[k], constant=model.constant_value)
+
+
+class Lowerer:
+    """Builds the graph of one partition, operation by operation."""
+
+    def __init__(self, model: Model, folded: Mapping[int, Array]) -> None:
+        self.model = model
+        self.graph = Graph()
+        self._folded = folded
+        self._values: dict[int, int] = {}
+        self._output_of = {k: j for j, k in enumerate(model.outputs)}
+        for position, k in enumerate(model.inputs):
+            self._values[k] = self.graph.add(Value(model.inferred_dims[k], input=position))
+            self.graph.inputs.append(self._values[k])
+
+    # -- values ------------------------------------------------------------------------------
+
+    def const_of(self, operand: int) -> Array | None:
+        """The compile-time value of ``operand`` (model constant or folded), if any."""
+        if operand in self._folded:
+            return self._folded[operand]
+        if self.model.operands[operand].is_constant:
+            return self.model.constant_value(operand)
+        return None
+
+    def constant(self, array: Array) -> Ref:
+        """A new constant value holding ``array`` as C-contiguous float32."""
+        arr = np.ascontiguousarray(array, dtype=np.float32)
+        return Ref(self.graph.add(Value(tuple(arr.shape), const=arr)))
+
+    def ref(self, operand: int) -> Ref:
+        """The value of ``operand``: produced earlier, a model input, or a constant."""
+        if operand in self._values:
+            return Ref(self._values[operand])
+        value = self.const_of(operand)
+        if value is None:
+            raise OpFailed(f"operand {operand} is read before it is computed")
+        ref = self.constant(value)
+        self._values[operand] = ref.value
+        return ref
+
+    def shape(self, operand: int) -> tuple[int, ...]:
+        """The static shape of ``operand``."""
+        return tuple(self.model.inferred_dims[operand])
+
+    def result(self, operand: int) -> int:
+        """A new value for operation output ``operand`` (a model output if it is one)."""
+        value = self.graph.add(Value(self.shape(operand), output=self._output_of.get(operand)))
+        self._values[operand] = value
+        return value
+
+    def intermediate(self, shape: tuple[int, ...]) -> Ref:
+        """A new value computed at execution time that no operand names (packed weights)."""
+        return Ref(self.graph.add(Value(tuple(shape))))
+
+    def temp(self, shape: tuple[int, ...]) -> Ref:
+        """A scratch temporary for one kernel call."""
+        return Ref(self.graph.add(Value(tuple(shape), temp=True)))
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def emit(self, kernel: str, out: int, args: list[Any], op: int, *,
+             act_slot: int | None = None, elementwise: bool = False) -> None:
+        """Append the call ``kernel(out, *args)``."""
+        temps = tuple(a.value for a in args if isinstance(a, Ref) and self.graph.values[
+            a.value].temp)
+        self.graph.nodes.append(Node(kernel, out, args, (op,), act_slot=act_slot,
+                                     elementwise=elementwise, temps=temps))
+
+    def view(self, kernel: str, operand: int | None, args: list[Any], op: int,
+             shape: tuple[int, ...]) -> Ref:
+        """Append ``out = kernel(*args)`` returning a view of ``args[0]``.
+
+        With ``operand`` (an operation output) the view becomes its value, unless it is a
+        model output: then the data is copied into the output.
+        """
+        source = args[0]
+        if operand is not None and operand in self._output_of:
+            out = self.result(operand)
+            self.emit("copy", out, [source], op)
+            return Ref(out)
+        alias = source.value if isinstance(source, Ref) else None
+        value = self.graph.add(Value(shape, alias=alias))
+        if operand is not None:
+            self._values[operand] = value
+        self.graph.nodes.append(Node(kernel, value, args, (op,), view=True))
+        return Ref(value)
+
+    def finish(self) -> Graph:
+        """The graph, with every model output computed into its output array."""
+        graph = self.graph
+        for j, k in enumerate(self.model.outputs):
+            value = self._values.get(k)
+            if value is None or graph.values[value].output != j:
+                source = self.ref(k)
+                out = graph.add(Value(self.shape(k), output=j))
+                graph.nodes.append(Node("copy", out, [source], ()))
+                value = out
+            graph.outputs.append(value)
+        return graph
+
+
+Lowering = Callable[[Lowerer, OperationContext], None]
+
+
+def _binary(lw: Lowerer, ctx: OperationContext) -> None:
+    op = ctx.operation
+    out = lw.result(op.outputs[0])
+    lw.emit(ctx.op_type.name.lower(), out, [lw.ref(op.inputs[0]), lw.ref(op.inputs[1]),
+                                            int(ctx.value(2))], ctx.index, act_slot=2,
+            elementwise=True)
+
+
+def _unary(lw: Lowerer, ctx: OperationContext) -> None:
+    op = ctx.operation
+    out = lw.result(op.outputs[0])
+    lw.emit(ctx.op_type.name.lower(), out, [lw.ref(op.inputs[0])], ctx.index, elementwise=True)
+
+
+def _softmax(lw: Lowerer, ctx: OperationContext) -> None:
+    op = ctx.operation
+    axis = optional_axis(ctx, 2, len(lw.shape(op.inputs[0])))
+    out = lw.result(op.outputs[0])
+    lw.emit("softmax", out, [lw.ref(op.inputs[0]), float(ctx.value(1)), axis], ctx.index)
+
+
+def _reshape(lw: Lowerer, ctx: OperationContext) -> None:
+    op = ctx.operation
+    shape = lw.shape(op.outputs[0])
+    lw.view("view", op.outputs[0], [lw.ref(op.inputs[0]), shape], ctx.index, shape)
+
+
+def _transpose(lw: Lowerer, ctx: OperationContext) -> None:
+    op = ctx.operation
+    rank = len(lw.shape(op.inputs[0]))
+    perm = (tuple(range(rank - 1, -1, -1)) if ctx.is_omitted(1)
+            else tuple(int(p) for p in np.asarray(ctx.value(1)).reshape(-1)))
+    out = lw.result(op.outputs[0])
+    lw.emit("transpose", out, [lw.ref(op.inputs[0]), perm], ctx.index)
+
+
+def _mean(lw: Lowerer, ctx: OperationContext) -> None:
+    op = ctx.operation
+    rank = len(lw.shape(op.inputs[0]))
+    axes = tuple(sorted({int(a) % rank for a in np.asarray(ctx.value(1)).reshape(-1)}))
+    out = lw.result(op.outputs[0])
+    lw.emit("mean", out, [lw.ref(op.inputs[0]), axes], ctx.index)
+
+
+def _concatenation(lw: Lowerer, ctx: OperationContext) -> None:
+    op = ctx.operation
+    parts = tuple(lw.ref(k) for k in op.inputs[:-1])
+    out = lw.result(op.outputs[0])
+    lw.emit("concat", out, [parts, int(ctx.value(len(op.inputs) - 1))], ctx.index)
+
+
+LOWERINGS: dict[OperationType, Lowering] = {
+    **{t: _binary for t in (Op.ADD, Op.SUB, Op.MUL, Op.DIV)},
+    **{t: _unary for t in (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.SQRT,
+                           Op.RSQRT)},
+    Op.SOFTMAX: _softmax,
+    Op.RESHAPE: _reshape,
+    Op.SQUEEZE: _reshape,
+    Op.EXPAND_DIMS: _reshape,
+    Op.TRANSPOSE: _transpose,
+    Op.MEAN: _mean,
+    Op.CONCATENATION: _concatenation,
+}
+
+
+def lower(model: Model, folded: Mapping[int, Array], skip: tuple[int, ...]) -> Graph:
+    """The graph of ``model``'s operations, except the folded ones (``skip``)."""
+    from nnrt.drivers.cpu.lowering_nn import NN_LOWERINGS  # noqa: PLC0415 - mutual import
+
+    table = {**LOWERINGS, **NN_LOWERINGS}
+    lw = Lowerer(model, folded)
+    skipped = set(skip)
+    for index in model.run_order:
+        if index in skipped:
+            continue
+        op = model.operations[index]
+        lowering = table.get(op.type)
+        if lowering is None:
+            raise OpFailed(f"operation {index} ({op.type.name}): not accelerated by cpu")
+        lowering(lw, static_context(model, index))
+    return lw.finish()

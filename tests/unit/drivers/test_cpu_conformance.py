@@ -1,0 +1,37 @@
+"""Every conformance variant whose single operation the cpu driver selects, run through it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nnrt.drivers.cpu import CpuDriver
+from nnrt.model.model import Model
+from nnrt.testing import build, check_variant, expand
+from nnrt.testing.cases import all_cases
+
+#: At least this many variants must run (1052 when written): a drop means the cpu driver
+#: stopped selecting operations it used to accelerate.
+MIN_VARIANTS = 1000
+
+
+def test_supported_conformance_variants_pass_on_the_cpu_driver() -> None:
+    ran, failures = 0, []
+    driver = CpuDriver()
+    for case in all_cases():
+        for variant in expand(case):
+            model, _ = build(variant)
+            if not all(driver.supported_operations(model)):
+                continue
+
+            def run(m: Model, feed: list[Any], driver: CpuDriver = driver) -> Sequence[Any]:
+                with driver.prepare(m) as prepared:
+                    return prepared.execute(feed).outputs
+
+            ran += 1
+            try:
+                check_variant(variant, run)
+            except AssertionError as exc:
+                failures.append(str(exc)[:300])
+    assert not failures, f"{len(failures)} of {ran} variants failed:\n" + "\n".join(failures[:20])
+    assert ran >= MIN_VARIANTS, ran
