@@ -172,3 +172,34 @@ async def test_a_worker_dying_mid_plan_fails_the_execution_cleanly() -> None:
         assert outcome[0] - killed_at < 1.0  # type: ignore[operator]
         (out,) = await compiled.execute([slow_input()])  # recovered on a new worker
         np.testing.assert_allclose(out, nnrt.reference.run(model, [slow_input()])[0])
+
+
+async def test_a_model_runs_across_acme_cpu_and_reference() -> None:
+    rng = np.random.default_rng(11)
+    b = ModelBuilder()
+    x = b.input("image", (1, 4, 4, 2))
+    y = b.conv2d(x, b.constant(rng.standard_normal((3, 3, 3, 2)).astype(np.float32) * 0.3),
+                 b.constant(np.zeros(3, np.float32)), padding="same", activation="relu")
+    a = b.add(y, y)                                         # acme
+    e = b.operation(nnrt.OperationType.EXP, a)[0]           # reference only
+    m = b.mul(e, y)                                         # acme
+    flat = b.reshape(m, (1, 48))                            # cpu
+    b.output(b.fully_connected(flat, b.constant(rng.standard_normal((5, 48)).astype(
+        np.float32)), b.constant(np.zeros(5, np.float32))))
+    model = b.build()
+    image = rng.standard_normal((1, 4, 4, 2)).astype(np.float32)
+    async with nnrt.Runtime(drivers=[ACME, "cpu", "reference"], workers=1) as rt:
+        compiled = await rt.compile(model)
+        report = compiled.placement()
+        drivers = {op.type_name: op.driver for op in report.operations}
+        assert drivers == {"CONV_2D": "cpu", "ADD": ACME, "EXP": "reference", "MUL": ACME,
+                           "RESHAPE": "cpu", "FULLY_CONNECTED": "cpu"}
+        exp = next(op for op in report.operations if op.type_name == "EXP")
+        assert "EXP is not accelerated" in exp.rejected[ACME]
+        assert "not accelerated" in exp.rejected["cpu"]
+        assert "not supported" in next(op for op in report.operations
+                                       if op.type_name == "CONV_2D").rejected[ACME]
+        assert set(report.drivers()) == {ACME, "cpu", "reference"}
+        (out,) = await compiled.execute([image])
+        np.testing.assert_allclose(out, nnrt.reference.run(model, [image])[0], rtol=1e-4,
+                                   atol=1e-5)
