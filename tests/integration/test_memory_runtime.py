@@ -284,7 +284,12 @@ async def test_driver_that_cannot_map_a_kind() -> None:
             # weights in a blob: that driver refuses the operation, the next device takes it
             weights = add_weights_model(blob, 16)
             with pytest.raises(nnrt.Unsupported, match="constant in blob memory"):
-                await rt.compile(weights, devices=["flaky_driver:NoBlobDriver"])
+                await rt.compile(weights, devices=["flaky_driver:NoBlobDriver"],
+                                 allow_fallback=False)
+            placed = await rt.compile(weights, devices=["flaky_driver:NoBlobDriver"])
+            assert placed.device == "reference"
+            assert "constant in blob memory" in placed.placement().operations[0].rejected[
+                "flaky_driver:NoBlobDriver"]
             fallback = await rt.compile(weights)
             assert fallback.device == "reference"
             (z,) = await fallback.execute([np.ones(16, np.float32)])
