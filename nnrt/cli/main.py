@@ -45,7 +45,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     drivers = args.driver or ["reference"]
-    workers = {d: args.workers for d in drivers} if args.workers else None
+    workers = {d: args.workers for d in [*drivers, "reference"]} if args.workers else None
     anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers))
     return 0
 

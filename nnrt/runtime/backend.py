@@ -237,6 +237,10 @@ class EmbeddedBackend:
                                  p.allocate_fallbacks)
             for name, p in self.pools.items()})
 
+    def device_names(self) -> list[str]:
+        """The pools' names (what ``devices=`` names), in order."""
+        return list(self.pools)
+
     def device_info(self, device: str) -> Any:
         """The driver info of the pool named ``device`` (None if unknown or not started)."""
         pool = self.pools.get(device)

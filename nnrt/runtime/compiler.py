@@ -128,7 +128,12 @@ async def compile_model(backend: Backend, model: Model, placed: PlacedConstants,
         for ref in refs:
             await backend.release(ref)
         if failures:
-            raise failures[0]
+            error = failures[0]
+            failures.clear()  # no cycle failures -> error -> traceback -> frame -> failures
+            try:
+                raise error
+            finally:
+                del error
         raise OpFailed("compile: a step was not prepared")  # pragma: no cover - cancelled
     return Compilation(refs, plan, _report(partitioning, refs, notes))
 

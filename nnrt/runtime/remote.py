@@ -29,6 +29,8 @@ class RemoteBackend:
         self.path = path
         self._client: RequestClient | None = None
         self._devices: list[DriverInfo] = []
+        #: The service's pool names (what ``devices=`` names), parallel to ``_devices``.
+        self._names: list[str] = []
         self._stats = RuntimeStatistics()
         #: Allocations the service's driver refused that this client served from shared memory.
         self._fallbacks: dict[str, int] = {}
@@ -49,9 +51,14 @@ class RemoteBackend:
         tg.start_soon(client.run)
         hello = await client.request(
             "hello", {"protocol": PROTOCOL_VERSION, "client": "nnrt", "pid": os.getpid()})
-        devices = hello.get("devices")
+        devices, names = hello.get("devices"), hello.get("names")
         if isinstance(devices, list):
             self._devices = [DriverInfo.from_wire(d) for d in devices]
+        if isinstance(names, list) and len(names) == len(self._devices) and all(
+                isinstance(n, str) for n in names):
+            self._names = list(names)
+        else:
+            self._names = [info.name for info in self._devices]
 
     def _require(self) -> RequestClient:
         if self._client is None:
@@ -160,8 +167,15 @@ class RemoteBackend:
             for name, pool in self._stats.pools.items()})
 
     def device_info(self, device: str) -> Any:
-        """The service's driver info named ``device`` (None if it has none by that name)."""
-        return next((info for info in self.devices() if info.name == device), None)
+        """The driver info of the service's pool named ``device`` (None if it has none)."""
+        for name, info in zip(self._names, self._devices, strict=True):
+            if name == device:
+                return info
+        return None
+
+    def device_names(self) -> list[str]:
+        """The service's pool names, in its order."""
+        return list(self._names)
 
     def devices(self) -> list[Any]:
         """The service's drivers."""

@@ -84,6 +84,8 @@ class Backend(Protocol):
 
     def device_info(self, device: str) -> Any: ...
 
+    def device_names(self) -> list[str]: ...
+
 
 def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
     try:
@@ -250,10 +252,11 @@ class Runtime:
                 isinstance(d, str) for d in devices)):
             raise BadData(f"devices must be a non-empty list of driver names, got "
                           f"{devices!r:.80}")
-        candidates = list(dict.fromkeys(devices)) if devices is not None else self._drivers
-        unknown = [d for d in candidates if d not in self._drivers]
-        if unknown and self._connect is None:
-            raise BadData(f"unknown devices {unknown}; this runtime has {self._drivers}")
+        known = backend.device_names()
+        candidates = list(dict.fromkeys(devices)) if devices is not None else known
+        unknown = [d for d in candidates if d not in known]
+        if unknown:
+            raise BadData(f"unknown devices {unknown}; this runtime has {known}")
         deadline = _deadline(timeout)
         placed = place_constants(model)
         try:

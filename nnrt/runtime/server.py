@@ -28,6 +28,7 @@ from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import PROTOCOL_VERSION, Status, check_request, encode_error
 from nnrt.model.wire import model_from_wire, model_to_wire
 from nnrt.runtime.backend import CompiledRef, DeviceHandle, EmbeddedBackend
+from nnrt.runtime.compiler import FALLBACK_DRIVER
 from nnrt.runtime.connection import FramedSocket
 
 __all__ = ["PeerCredentials", "serve"]
@@ -272,8 +273,11 @@ class _Session:
         if body["protocol"] != PROTOCOL_VERSION:
             raise BadData(f"protocol version {body['protocol']} is not supported "
                           f"(this service speaks {PROTOCOL_VERSION})")
+        named = [(name, pool.info) for name, pool in self.backend.pools.items()
+                 if pool.info is not None]
         return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(),
-                "devices": [d.to_wire() for d in self.backend.devices()]}
+                "devices": [info.to_wire() for _, info in named],
+                "names": [name for name, _ in named]}
 
     async def _do_ping(self, body: dict[str, Any]) -> dict[str, Any]:
         return {}
@@ -392,8 +396,11 @@ async def serve(path: str, *, drivers: Sequence[str] = ("reference",),
                 ready: Callable[[], None] | None = None) -> None:
     """Run the pools and accept clients on ``path`` until SIGTERM / SIGINT or cancellation."""
     count = os.cpu_count() or 1
-    backend = EmbeddedBackend(list(drivers), workers or {d: count for d in drivers},
-                              max_in_flight)
+    names = list(dict.fromkeys(drivers))
+    if FALLBACK_DRIVER not in names:  # runs what no other driver takes
+        names.append(FALLBACK_DRIVER)
+    per_driver = {d: (workers or {}).get(d, count) for d in names}
+    backend = EmbeddedBackend(names, per_driver, max_in_flight)
     listener: socket.socket | None = None
     try:
         async with anyio.create_task_group() as tg:

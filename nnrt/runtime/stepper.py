@@ -49,6 +49,7 @@ async def run_plan(compiled: CompiledModel, steps: Sequence[CompiledModel], inpu
 
     async def run(index: int) -> None:
         step = plan.steps[index]
+        feed: list[Any] = []
         try:
             for dependency in step.depends:
                 await done[dependency].wait()
@@ -67,12 +68,20 @@ async def run_plan(compiled: CompiledModel, steps: Sequence[CompiledModel], inpu
         except Exception as exc:
             failures.append(exc)
             tg.cancel_scope.cancel()
+        finally:
+            feed.clear()  # the traceback keeps this frame: let go of shared-memory views now
 
     async with anyio.create_task_group() as tg:
         for step in plan.steps:
             tg.start_soon(run, step.index)
     if failures:
-        raise failures[0]
+        results.clear()
+        error = failures[0]
+        failures.clear()  # no cycle failures -> error -> traceback -> frame -> failures
+        try:
+            raise error
+        finally:
+            del error
     final = [arrays[s.index] if s.step is None else results[(s.step, s.index)]
              for s in plan.outputs]
     if outputs is not None:

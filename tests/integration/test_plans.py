@@ -3,13 +3,18 @@ a worker dying mid-plan, strict device control — real worker processes through
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import anyio
 import numpy as np
 import pytest
 from models import slow_input
-from plugin_drivers import ACME
+from plugin_drivers import ACME, VENDOR
 
 import nnrt
 from nnrt.model.builder import ModelBuilder
@@ -203,3 +208,28 @@ async def test_a_model_runs_across_acme_cpu_and_reference() -> None:
         (out,) = await compiled.execute([image])
         np.testing.assert_allclose(out, nnrt.reference.run(model, [image])[0], rtol=1e-4,
                                    atol=1e-5)
+
+
+async def test_shared_mode_partitions_over_the_service_pools(tmp_path: Path) -> None:
+    path = str(tmp_path / "nnrt.sock")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([VENDOR, *sys.path])}
+    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
+                             "--driver", ACME, "--workers", "1"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        with anyio.fail_after(30):
+            while not os.path.exists(path):
+                assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+                await anyio.sleep(0.05)
+        model = mixed_model()
+        async with nnrt.Runtime(connect=path) as rt:
+            compiled = await rt.compile(model)
+            assert [op.driver for op in compiled.placement().operations] == [
+                ACME, "reference", ACME, "reference", ACME]
+            (out,) = await compiled.execute([X, Y])
+            np.testing.assert_array_equal(out, nnrt.reference.run(model, [X, Y])[0])
+            await compiled.release()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        proc.stderr.close()  # type: ignore[union-attr]

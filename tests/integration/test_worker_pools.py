@@ -199,7 +199,8 @@ def test_constants_by_reference(session: Session, pool_memfd: tuple[int, mmap.mm
     assert session.map_memfd(1, fd, 4096, writable=False) == (Status.OK, {})
     wire = model_to_wire(model, lambda i: (1, 1024, 256) if i == index else None)
     assert "ref" in wire["operands"][index]
-    assert session.call("supported", {"model": wire}) == (Status.OK, {"supported": [True]})
+    assert session.call("supported", {"model": wire}) == (
+        Status.OK, {"supported": [True], "reasons": [], "groups": []})
     status, body = session.call("prepare", {"model": wire})
     assert status == Status.OK, body
     handle = body["handle"]
