@@ -1,10 +1,12 @@
-"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, compile, version."""
+"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, compile, cache, version."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+
+from nnrt.cli.cache import add_cache_parser
 
 __all__ = ["main"]
 
@@ -94,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     aot.add_argument("--soc", default=None, help="SoC model to compile for (default: the "
                      "plugin's first)")
     aot.set_defaults(func=_compile)
+    add_cache_parser(commands)
     commands.add_parser("version", help="print the version").set_defaults(func=_version)
     args = parser.parse_args(argv)
     code: int = args.func(args)

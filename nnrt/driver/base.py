@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nnrt.cache.files import CacheFiles
 from nnrt.driver.buffers import IO, BufferDesc, BufferSpec, DeviceBuffer, RoleOperand, check_roles
 from nnrt.driver.control import Cancelled as Cancelled
 from nnrt.driver.control import ExecutionControl as ExecutionControl
@@ -150,17 +151,18 @@ class Driver(abc.ABC):
         return needed
 
     def prepare(self, model: Model, options: PrepareOptions = _DEFAULT_OPTIONS,
-                cache: Any = None) -> PreparedModel:
+                cache: CacheFiles | None = None) -> PreparedModel:
         """Compile the finished ``model`` for this driver.
 
         Raises ``BadState`` for an unfinished model, ``Unsupported`` listing every operation
         this driver cannot run (and why, when the driver says), ``BadData`` for bad options.
-        ``cache`` carries the compilation cache files (later issues define it; None = none).
+        ``cache`` (cache miss): the token and the empty cache files, exactly
+        :meth:`cache_files_needed` of each kind, for the driver to save its compiled model in.
         """
         self._require_finished(model, "prepare")
-        if not isinstance(options, PrepareOptions):
-            raise BadData(f"prepare: options must be PrepareOptions, got "
-                          f"{type(options).__name__}")
+        self._check_options(options, "prepare")
+        if cache is not None:
+            self._check_cache(cache, "prepare")
         flags = self.supported_operations(model)
         if not all(flags):
             problems = []
@@ -176,18 +178,34 @@ class Driver(abc.ABC):
                                                   options, cache)
         return prepared
 
-    def prepare_from_cache(self, cache: Any, token: bytes) -> PreparedModel:
-        """Load a model prepared earlier from the compilation cache files in ``cache``.
+    def prepare_from_cache(self, model: Model, cache: CacheFiles,
+                           options: PrepareOptions = _DEFAULT_OPTIONS) -> PreparedModel:
+        """Load the compiled ``model`` this driver saved in ``cache`` (a cache hit).
 
-        ``token`` is the 32-byte cache token the model was prepared with.
+        Unlike NNAPI, nnrt hands the model over too: the cache replaces compilation, not
+        validation — the prepared model checks executions against the model. The driver must
+        detect a corrupt model cache before using it (``nnrt.cache.load_cache``); any failure
+        raises, and the runtime then prepares from scratch.
         """
-        if not isinstance(token, bytes) or len(token) != CACHE_TOKEN_BYTES:
-            raise BadData(f"prepare_from_cache: token must be {CACHE_TOKEN_BYTES} bytes, got "
-                          f"{type(token).__name__} of length "
-                          f"{len(token) if isinstance(token, bytes) else '?'}")
+        self._require_finished(model, "prepare_from_cache")
+        self._check_options(options, "prepare_from_cache")
+        self._check_cache(cache, "prepare_from_cache")
         prepared: PreparedModel = self._call_hook(PreparedModel, "prepare_from_cache",
-                                                  self._prepare_from_cache, cache, token)
+                                                  self._prepare_from_cache, model, cache,
+                                                  options)
         return prepared
+
+    def _check_cache(self, cache: Any, where: str) -> None:
+        if not isinstance(cache, CacheFiles):
+            raise BadData(f"{where}: cache must be nnrt.cache.CacheFiles, got "
+                          f"{type(cache).__name__}")
+        cache.check(self.cache_files_needed(), f"{where} (driver {self._name()})")
+
+    @staticmethod
+    def _check_options(options: Any, where: str) -> None:
+        if not isinstance(options, PrepareOptions):
+            raise BadData(f"{where}: options must be PrepareOptions, got "
+                          f"{type(options).__name__}")
 
     def prepare_compiled(self, model: Model, bytecode: bytes, entry_point: str
                          ) -> PreparedModel:
@@ -276,8 +294,10 @@ class Driver(abc.ABC):
         """Per operation of a finished model, whether this driver can run it."""
 
     @abc.abstractmethod
-    def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
-        """Compile a finished model whose operations are all supported."""
+    def _prepare(self, model: Model, options: PrepareOptions, cache: CacheFiles | None
+                 ) -> PreparedModel:
+        """Compile a finished model whose operations are all supported (and, given ``cache``,
+        save it there: best effort, a failed save must not fail the prepare)."""
 
     def _unsupported_reason(self, model: Model, op_index: int) -> str | None:
         """Why operation ``op_index`` is not supported (None: a generic message is used)."""
@@ -299,7 +319,8 @@ class Driver(abc.ABC):
         mmap_fd of every driver, hardware_buffer_blob from HAL 1.3)."""
         return _ALL_KINDS
 
-    def _prepare_from_cache(self, cache: Any, token: bytes) -> PreparedModel:
+    def _prepare_from_cache(self, model: Model, cache: CacheFiles, options: PrepareOptions
+                            ) -> PreparedModel:
         raise OpFailed(f"prepare_from_cache is not supported by driver {self._name()}")
 
     def _allocate(self, spec: BufferSpec, roles: Sequence[tuple[PreparedModel, IO, int, float]]

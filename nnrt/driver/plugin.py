@@ -20,6 +20,7 @@ under the ``nnrt.drivers`` entry-point group with a factory returning ``PluginDr
 from __future__ import annotations
 
 import abc
+import logging
 import os
 import weakref
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,9 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from nnrt.cache.codec import load_cache, save_cache
+from nnrt.cache.files import CacheFiles
+from nnrt.cache.store import IntegrityStore
 from nnrt.driver.base import (
     Driver,
     DriverInfo,
@@ -37,7 +41,7 @@ from nnrt.driver.base import (
     PreparedModel,
     PrepareOptions,
 )
-from nnrt.errors import BadData, NnrtError, OpFailed
+from nnrt.errors import BadData, CacheError, NnrtError, OpFailed
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
 
@@ -54,6 +58,8 @@ __all__ = [
 Array = np.ndarray[Any, Any]
 
 _MAX_ENTRY = 256
+_CACHE_FORMAT = 1
+_log = logging.getLogger("nnrt.driver")
 #: Environment variable: "1" makes every plugin's compile step fail (deployments that must
 #: run ahead-of-time bytecode only, and tests proving they do).
 FORBID_COMPILE = "NNRT_FORBID_COMPILE"
@@ -166,6 +172,18 @@ class CompilerPlugin(abc.ABC):
     def compile(self, partitions: Sequence[Model], soc_model: str | None) -> CompiledResult:
         """Compile each outlined partition; call ``i`` implements ``partitions[i]``."""
 
+    def split_module(self, module: bytes) -> tuple[bytes, bytes]:
+        """``(code, constants)`` of a compiled module, for the model and data cache files.
+
+        The code goes to the security-sensitive model cache, pre-packed constants to the data
+        cache. By default the whole module is code.
+        """
+        return module, b""
+
+    def join_module(self, code: bytes, constants: bytes) -> bytes:
+        """The module :meth:`split_module` split (inverse; bytes read back from a cache)."""
+        return code
+
 
 class Dispatch(abc.ABC):
     """The runtime side of a plugin: loads bytecode and invokes it on arrays."""
@@ -206,6 +224,7 @@ class PluginDriver(Driver):
                                        performance or PerformanceInfo(0.5, 0.5))
         #: How many times the plugin's compile step ran (AOT loads do not count).
         self.compile_count = 0
+        self._integrity: IntegrityStore | None = None
         #: The last model partitioned (weakly) and the answer: asked several times in a row.
         self._last: tuple[weakref.ref[Model], PartitionResult] | None = None
 
@@ -281,14 +300,67 @@ class PluginDriver(Driver):
     def _partition_indices(self, model: Model) -> dict[int, int]:
         return {i: g for i, g in self.partition(model).selected.items() if g is not None}
 
+    def save_to_cache(self, cache: CacheFiles, module: bytes, entry_point: str) -> None:
+        """Save a compiled partition in ``cache``: its code in the model cache (hashed into
+        the integrity store first), its pre-packed constants in the data cache."""
+        parts = self._call_hook(tuple, "split_module", self.plugin.split_module, module)
+        if len(parts) != 2 or not all(isinstance(b, bytes) for b in parts):
+            raise OpFailed(f"driver {self.plugin.name}: split_module() must return (code, "
+                           "constants) as two bytes")
+        code, constants = parts
+        header: bytes = msgpack.packb({"format": _CACHE_FORMAT, "entry_point": entry_point,
+                                       "code": code})
+        save_cache(cache, [header], [constants], self._store())
+
+    def _store(self) -> IntegrityStore:
+        if self._integrity is None:
+            self._integrity = IntegrityStore.for_driver(self._driver_info.name,
+                                                        self._driver_info.version)
+        return self._integrity
+
+    # -- hooks -----------------------------------------------------------------------------------
+
+    def _cache_files_needed(self) -> tuple[int, int]:
+        return (1, 1)
+
     def _prepare_compiled(self, model: Model, bytecode: bytes, entry_point: str
                           ) -> PreparedModel:
-        return PluginPreparedModel(self, model, bytecode, entry_point)
+        return self._make_prepared(model, bytecode, entry_point, None)
 
-    def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
+    def _prepare(self, model: Model, options: PrepareOptions, cache: CacheFiles | None
+                 ) -> PreparedModel:
         result = self.compile_partitions([model])
         module, entry_point = result.calls[0]
-        return PluginPreparedModel(self, model, result.modules[module], entry_point)
+        prepared = self._make_prepared(model, result.modules[module], entry_point, cache)
+        if cache is not None:
+            try:
+                self.save_to_cache(cache, result.modules[module], entry_point)
+            except NnrtError as exc:  # the model works; only the next start compiles again
+                _log.warning("driver %s: could not save the compilation cache: %s",
+                             self.plugin.name, exc)
+        return prepared
+
+    def _prepare_from_cache(self, model: Model, cache: CacheFiles, options: PrepareOptions
+                            ) -> PreparedModel:
+        (header,), (constants,) = load_cache(cache, self._store())
+        where = f"driver {self.plugin.name}: model cache"
+        try:
+            raw = msgpack.unpackb(header, raw=False, strict_map_key=True)
+        except Exception as exc:
+            raise CacheError(f"{where}: not a cache header ({exc})") from None
+        if not (isinstance(raw, dict) and raw.get("format") == _CACHE_FORMAT
+                and set(raw) == {"format", "entry_point", "code"}
+                and _entry_ok(raw["entry_point"]) and isinstance(raw["code"], bytes)):
+            raise CacheError(f"{where}: malformed header")
+        module = self._call_hook(bytes, "join_module", self.plugin.join_module, raw["code"],
+                                 constants)
+        return self._make_prepared(model, module, raw["entry_point"], cache)
+
+    def _make_prepared(self, model: Model, module: bytes, entry_point: str,
+                       cache: CacheFiles | None) -> PreparedModel:
+        """The prepared model for a loaded module (drivers may return their own kind; ``cache``
+        is what it was prepared with, for drivers that update it later)."""
+        return PluginPreparedModel(self, model, module, entry_point)
 
 
 class PluginPreparedModel(PreparedModel):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from nnrt.cache.files import CacheFiles, check_token
 from nnrt.driver.base import Driver, PreparedModel, PrepareOptions
 from nnrt.driver.buffers import BufferDesc
 from nnrt.driver.connection import MAX_BUFFERS, Connection, HeldBuffer
@@ -63,6 +64,8 @@ class RequestHandlers:
         self._driver = driver
         self._info = driver.info().to_wire()
         self._kinds = driver.memory_kinds()
+        #: (model, data) cache files the driver wants; checked (at most 32 each) at start.
+        self._cache_files = driver.cache_files_needed()
         self._pid = os.getpid()
         self._table: dict[str, Handler] = {
             "hello": self._hello, "ping": self._ping, "info": self._info_request,
@@ -98,7 +101,8 @@ class RequestHandlers:
         conn.greeted = True
         conn.peer = f"{conn.peer} ({body['client']})"
         conn.respond(request_id, Status.OK,
-                     {"protocol": PROTOCOL_VERSION, "driver": self._info, "pid": self._pid})
+                     {"protocol": PROTOCOL_VERSION, "driver": self._info, "pid": self._pid,
+                      "cache_files": list(self._cache_files)})
 
     def _ping(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
         conn.respond(request_id, Status.OK, {})
@@ -115,9 +119,30 @@ class RequestHandlers:
             "groups": [[i, g] for i, g in support.groups.items()]})
 
     def _prepare(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
+        fds = conn.reader.take_fds(body.get("nfds", 0))  # claimed first: ours to close
+        fds += conn.reader.take_stray_fds()  # more than declared: refused below, closed here
+        try:
+            prepared, priority, used = self._prepared(conn, request_id, body, fds)
+        finally:
+            for fd in fds:  # a driver that keeps cache files for later duplicated them
+                os.close(fd)
+        try:
+            handle = conn.add_handle(prepared, int(priority),
+                                     tuple(pool for pool in used.values() if pool.resizable))
+        except BaseException:
+            self._service.executor.release(prepared)
+            raise
+        conn.respond(request_id, Status.OK, {"handle": handle})
+
+    def _prepared(self, conn: Connection, request_id: int, body: dict[str, Any],
+                  fds: list[int]) -> tuple[PreparedModel, Priority, dict[int, MappedPool]]:
+        """Prepare the request's model: from ahead-of-time bytecode, from the cache files that
+        came with it (a hit), or by compiling (saving into the cache files on a miss)."""
         preference = _code(ExecutionPreference, body.get(
             "preference", ExecutionPreference.FAST_SINGLE_ANSWER), request_id, "preference")
         priority = _code(Priority, body.get("priority", Priority.MEDIUM), request_id, "priority")
+        options = PrepareOptions(preference=preference, priority=priority)
+        cache, hit = _cache_files(body.get("cache"), fds, request_id)
         used: dict[int, MappedPool] = {}
 
         def resolve(pool_id: int, path: str) -> MappedPool:
@@ -129,16 +154,11 @@ class RequestHandlers:
         if compiled is not None:
             bytecode, entry_point = self._aot_bytecode(conn, compiled, request_id)
             prepared = self._driver.prepare_compiled(model, bytecode, entry_point)
+        elif cache is not None and hit:
+            prepared = self._driver.prepare_from_cache(model, cache, options)
         else:
-            prepared = self._driver.prepare(model, PrepareOptions(preference=preference,
-                                                                  priority=priority))
-        try:
-            handle = conn.add_handle(prepared, int(priority),
-                                     tuple(pool for pool in used.values() if pool.resizable))
-        except BaseException:
-            self._service.executor.release(prepared)
-            raise
-        conn.respond(request_id, Status.OK, {"handle": handle})
+            prepared = self._driver.prepare(model, options, cache)
+        return prepared, priority, used
 
     def _aot_bytecode(self, conn: Connection, compiled: list[Any], request_id: int
                       ) -> tuple[bytes, str]:
@@ -338,6 +358,27 @@ class RequestHandlers:
                 raise OpFailed(f"request {request_id}: driver {self._info['name']} cannot "
                                f"access {pool.kind} memory (pool {pool.id}); it maps "
                                f"{', '.join(sorted(kinds)) or 'none'}")
+
+
+def _cache_files(spec: Any, fds: list[int], request_id: int) -> tuple[CacheFiles | None, bool]:
+    """The request's cache files: ``{"token", "model", "data", "hit"}`` with the fds."""
+    where = f"request {request_id}: cache"
+    if spec is None:
+        if fds:
+            raise BadData(f"request {request_id}: {len(fds)} fd(s) came with a prepare that "
+                          "names no cache files")
+        return None, False
+    if not isinstance(spec, dict) or set(spec) != {"token", "model", "data", "hit"}:
+        raise ProtocolError(f"{where}: expected {{token, model, data, hit}}")
+    model, data, hit = spec["model"], spec["data"], spec["hit"]
+    if model.__class__ is not int or data.__class__ is not int or hit.__class__ is not bool:
+        raise ProtocolError(f"{where}: model and data must be ints, hit a bool")
+    if model < 0 or data < 0 or model + data != len(fds):
+        raise BadData(f"{where}: {model} model and {data} data files declared, {len(fds)} fd(s) "
+                      "came with the request")
+    files = CacheFiles(check_token(spec["token"], where), tuple(fds[:model]),
+                       tuple(fds[model:]))
+    return files, hit
 
 
 def _decode_inputs(conn: Connection, values: list[Any], request_id: int

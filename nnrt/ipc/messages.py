@@ -96,7 +96,7 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
     "info": {},
     "supported": {"model": (_MAP, True), "device": (_STR, False)},
     "prepare": {"model": (_MAP, True), "preference": (_INT, False), "priority": (_INT, False),
-                "compiled": (_LIST, False)},
+                "compiled": (_LIST, False), "cache": (_MAP, False), "nfds": (_INT, False)},
     "release": {"handle": (_INT, True)},
     "execute": {"handle": (_INT, True), "inputs": (_LIST, True), "priority": (_INT, False),
                 "deadline": (_OPT_NUM, False), "output_sizes": (_LIST, False),
@@ -112,7 +112,7 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
     "copy_to": {"token": (_INT, True), "target": (_OPT_LIST, False)},
     # shared-mode service verbs (client -> nnrt serve)
     "compile": {"model": (_MAP, True), "preference": (_INT, False), "priority": (_INT, False),
-                "devices": (_LIST, False), "compiled": (_LIST, False)},
+                "devices": (_LIST, False), "compiled": (_LIST, False), "cache": (_MAP, False)},
     "statistics": {},
 }
 

@@ -13,6 +13,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from nnrt.errors import BadData, DeadlineMissed, NnrtError, UnavailableDevice, Unsupported
+from nnrt.runtime.cache import StepCache
 from nnrt.runtime.connection import RequestClient
 from nnrt.runtime.pool import PreparedKey, WorkerPool, WorkerSlot
 from nnrt.runtime.stats import PoolStatistics, RuntimeStatistics
@@ -98,7 +99,8 @@ class EmbeddedBackend:
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
                       devices: Sequence[str] | None, deadline: float | None,
                       pools: Sequence[PoolSource] = (), *,
-                      compiled: list[Any] | None = None) -> CompiledRef:
+                      compiled: list[Any] | None = None,
+                      cache: StepCache | None = None) -> CompiledRef:
         """Prepare on the first device whose driver supports every operation.
 
         ``pools`` hold the model's constants by reference; each worker maps them before it
@@ -114,7 +116,7 @@ class EmbeddedBackend:
             slot = await pool.acquire(priority, deadline)
             ok = False
             try:
-                key: PreparedKey = (next(self._keys), body, tuple(pools))
+                key: PreparedKey = (next(self._keys), body, tuple(pools), cache)
                 await slot.ensure_prepared(key)  # the driver refuses what it cannot run
                 ok = True
                 return CompiledRef(pool.driver, key,
@@ -234,7 +236,8 @@ class EmbeddedBackend:
         return RuntimeStatistics({
             name: PoolStatistics(name, len(p.slots), sum(s.alive for s in p.slots),
                                  p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts,
-                                 p.allocate_fallbacks)
+                                 p.allocate_fallbacks, p.cache_hits, p.cache_misses,
+                                 p.cache_load_failures)
             for name, p in self.pools.items()})
 
     def device_names(self) -> list[str]:

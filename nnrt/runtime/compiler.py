@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from nnrt.cache.directory import CacheDirectory
 from nnrt.driver.info import PerformanceInfo
 from nnrt.errors import NnrtError, OpFailed, Unsupported
 from nnrt.memory import Memory
@@ -26,6 +27,7 @@ from nnrt.model.aot import DispatchRecord
 from nnrt.model.model import Model
 from nnrt.model.wire import model_to_wire
 from nnrt.runtime.backend import CompiledRef
+from nnrt.runtime.cache import StepCache, step_token
 from nnrt.runtime.constants import PlacedConstants
 from nnrt.runtime.partitioner import DriverSupport, Partitioning, partition_model
 from nnrt.runtime.placement import OperationReport, PlacementReport, StepReport
@@ -68,15 +70,32 @@ class _Request:
     deadline: float | None
     fallback: str | None
     infos: dict[str, Any]
+    cache: tuple[CacheDirectory, bytes] | None = None
+
+    def step_cache(self, driver: str, operations: Sequence[int]) -> StepCache | None:
+        """The cache of a step on ``driver`` (None without cache info)."""
+        if self.cache is None:
+            return None
+        directory, app_token = self.cache
+        info = self.infos.get(driver)
+        name, version = (info.name, info.version) if info is not None else (driver, "")
+        token = step_token(app_token, operations, name, version, self.preference,
+                           self.priority)
+        return StepCache(directory, token, {"operations": len(operations)})
 
 
 async def compile_model(backend: Backend, model: Model, placed: PlacedConstants, *,
                         preference: int, priority: int, devices: Sequence[str],
-                        deadline: float | None, allow_fallback: bool) -> Compilation:
-    """Partition ``model`` over ``devices`` (in order of preference for ties) and prepare it."""
-    infos = _infos(backend, devices)
+                        deadline: float | None, allow_fallback: bool,
+                        cache: tuple[CacheDirectory, bytes] | None = None) -> Compilation:
+    """Partition ``model`` over ``devices`` (in order of preference for ties) and prepare it.
+
+    ``cache`` (a directory and the app token) caches every step's compiled model.
+    """
+    infos = _infos(backend, [*devices, FALLBACK_DRIVER])
     fallback = FALLBACK_DRIVER if allow_fallback else None
-    request = _Request(backend, model, placed, preference, priority, deadline, fallback, infos)
+    request = _Request(backend, model, placed, preference, priority, deadline, fallback, infos,
+                       cache)
     records = _usable_records(model, devices, infos)
     if list(devices) == [FALLBACK_DRIVER] and not records:
         ref = await _prepare_whole(request, FALLBACK_DRIVER)
@@ -245,8 +264,9 @@ def _pin_records(model: Model, supports: list[DriverSupport],
 
 async def _prepare_whole(request: _Request, driver: str) -> CompiledRef:
     wire = model_to_wire(request.model, request.placed.place)
+    cache = request.step_cache(driver, range(len(request.model.operations)))
     return await request.backend.compile(wire, request.preference, request.priority, [driver],
-                                         request.deadline, request.placed.pools)
+                                         request.deadline, request.placed.pools, cache=cache)
 
 
 async def _prepare_step(request: _Request, plan: Plan, index: int,
@@ -279,7 +299,8 @@ async def _prepare_step(request: _Request, plan: Plan, index: int,
             log.warning("step %d on %s: %s", index, step.driver, note)
     try:
         ref = await backend.compile(wire, request.preference, request.priority, [step.driver],
-                                    request.deadline, pools)
+                                    request.deadline, pools,
+                                    cache=request.step_cache(step.driver, outlined.operations))
         return ref, note
     except (Unsupported, OpFailed) as exc:
         fallback = request.fallback
@@ -288,7 +309,8 @@ async def _prepare_step(request: _Request, plan: Plan, index: int,
         note = f"{step.driver} failed to compile it ({exc}); runs on {fallback}"
         log.warning("step %d: %s", index, note)
     ref = await backend.compile(wire, request.preference, request.priority, [fallback],
-                                request.deadline, pools)
+                                request.deadline, pools,
+                                cache=request.step_cache(fallback, outlined.operations))
     return ref, note
 
 

@@ -19,9 +19,10 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from nnrt.driver.base import DriverInfo
-from nnrt.errors import DeadlineMissed, UnavailableDevice
+from nnrt.driver.base import MAX_CACHE_FILES, DriverInfo
+from nnrt.errors import DeadlineMissed, NnrtError, UnavailableDevice
 from nnrt.ipc.messages import PROTOCOL_VERSION
+from nnrt.runtime.cache import StepCache
 from nnrt.runtime.connection import FramedSocket, RequestClient
 from nnrt.runtime.process import WorkerProcess
 from nnrt.runtime.sharing import PoolSharing
@@ -36,7 +37,7 @@ MAX_START_FAILURES = 3
 
 #: A compiled model as the pool knows it: (key, prepare request body, the pools holding its
 #: constants — mapped on a worker before the model is prepared there).
-PreparedKey = tuple[int, dict[str, Any], tuple["PoolSource", ...]]
+PreparedKey = tuple[int, dict[str, Any], tuple["PoolSource", ...], "StepCache | None"]
 
 
 class WorkerSlot:
@@ -48,6 +49,8 @@ class WorkerSlot:
         self.client: RequestClient | None = None
         self.process: WorkerProcess | None = None
         self.info: DriverInfo | None = None
+        #: How many (model, data) cache files the driver wants (from its hello).
+        self.cache_files: tuple[int, int] = (0, 0)
         self.in_flight = 0
         self.restarts = 0
         #: Consecutive failed attempts to start a worker (0 while one is serving).
@@ -104,6 +107,7 @@ class WorkerSlot:
                 hello = await client.request(
                     "hello", {"protocol": PROTOCOL_VERSION, "client": "nnrt", "pid": os.getpid()})
                 self.info = DriverInfo.from_wire(hello.get("driver"))
+                self.cache_files = _cache_files(hello.get("cache_files"), self.info.name)
                 self._handles.clear()
                 self.process, self.client = process, client
                 self.pool.wake()
@@ -132,7 +136,7 @@ class WorkerSlot:
 
     async def ensure_prepared(self, key: PreparedKey) -> int:
         """The worker-side handle of ``key``, preparing it on this worker first if needed."""
-        model_key, body, pools = key
+        model_key, body, pools, cache = key
         while True:
             handle = self._handles.get(model_key)
             if handle is not None:
@@ -147,7 +151,10 @@ class WorkerSlot:
         event = anyio.Event()
         self._preparing[model_key] = event
         try:
-            reply = await client.request("prepare", body)
+            if cache is not None and self.pool.cache_files != (0, 0):
+                reply = await self._prepare_cached(client, body, cache)
+            else:
+                reply = await client.request("prepare", body)
             handle = reply.get("handle")
             if not isinstance(handle, int) or isinstance(handle, bool):
                 raise UnavailableDevice("worker returned no handle for prepare")
@@ -157,6 +164,37 @@ class WorkerSlot:
         finally:
             self._preparing.pop(model_key, None)
             event.set()
+
+    async def _prepare_cached(self, client: RequestClient, body: dict[str, Any],
+                              cache: StepCache) -> dict[str, Any]:
+        """Prepare with the compilation cache: a hit loads it, a miss (or a load the driver
+        rejects: counted and logged, never a compile failure) compiles and saves it."""
+        pool = self.pool
+        counts = pool.cache_files
+        with cache.open(counts, pool.info) as entry:
+            if entry.hit:
+                try:
+                    reply = await client.request("prepare", cache.body(body, entry, hit=True),
+                                                 entry.files.all)
+                except UnavailableDevice:
+                    raise
+                except NnrtError as exc:
+                    pool.cache_load_failures += 1
+                    log.warning("%s: the compilation cache for token %s… was rejected (%s); "
+                                "compiling again", pool.driver, cache.token.hex()[:12], exc)
+                    entry.discard()
+                else:
+                    entry.touch()
+                    pool.cache_hits += 1
+                    return reply
+        with cache.open(counts, pool.info) as entry:
+            if entry.hit:  # another process saved it meanwhile: still compile, do not clobber
+                return await client.request("prepare", body)
+            reply = await client.request("prepare", cache.body(body, entry, hit=False),
+                                         entry.files.all)
+            entry.commit()
+            pool.cache_misses += 1
+            return reply
 
     async def request(self, verb: str, body: dict[str, Any]) -> dict[str, Any]:
         """A request to this slot's current worker."""
@@ -180,6 +218,17 @@ class WorkerSlot:
         """SIGKILL this slot's worker (tests, fault injection)."""
         if self.process is not None:
             self.process.kill()
+
+
+def _cache_files(value: Any, driver: str) -> tuple[int, int]:
+    """A hello's ``cache_files``: two ints from 0 to 32 (a driver wanting more is refused)."""
+    if value is None:
+        return (0, 0)
+    if not (isinstance(value, list) and len(value) == 2 and all(
+            v.__class__ is int and 0 <= v <= MAX_CACHE_FILES for v in value)):
+        raise UnavailableDevice(f"driver {driver}: cache_files_needed must be two ints from 0 "
+                                f"to {MAX_CACHE_FILES}, got {value!r:.80}")
+    return (value[0], value[1])
 
 
 def _root_cause(exc: BaseException) -> BaseException:
@@ -214,6 +263,9 @@ class WorkerPool:
         self.failed = 0
         #: Allocations the driver refused, served from shared memory instead.
         self.allocate_fallbacks = 0
+        self.cache_hits = 0
+        self.cache_misses = 0
+        self.cache_load_failures = 0
         self._waiters: list[tuple[int, int, _Waiter]] = []
         self._seq = itertools.count()
         self._listeners: list[Callable[[], None]] = []
@@ -222,6 +274,11 @@ class WorkerPool:
     def info(self) -> DriverInfo | None:
         """The driver's info, from the first worker that said hello."""
         return next((s.info for s in self.slots if s.info is not None), None)
+
+    @property
+    def cache_files(self) -> tuple[int, int]:
+        """How many (model, data) cache files the driver wants."""
+        return next((s.cache_files for s in self.slots if s.info is not None), (0, 0))
 
     @property
     def queue_depth(self) -> int:

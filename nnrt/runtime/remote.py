@@ -14,6 +14,7 @@ from nnrt.driver.base import DriverInfo
 from nnrt.errors import UnavailableDevice
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.runtime.backend import CompiledRef
+from nnrt.runtime.cache import StepCache
 from nnrt.runtime.connection import FramedSocket, RequestClient
 from nnrt.runtime.sharing import PoolSharing
 from nnrt.runtime.stats import RuntimeStatistics
@@ -77,14 +78,21 @@ class RemoteBackend:
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
                       devices: Sequence[str] | None, deadline: float | None,
                       pools: Sequence[PoolSource] = (), *,
-                      compiled: list[Any] | None = None) -> CompiledRef:
-        """Ask the service to compile; the returned handle is scoped to this connection."""
+                      compiled: list[Any] | None = None,
+                      cache: StepCache | None = None) -> CompiledRef:
+        """Ask the service to compile; the returned handle is scoped to this connection.
+
+        With ``cache``, the service (same user: the socket is 0600) opens the cache files in
+        the named directory.
+        """
         body: dict[str, Any] = {"model": wire_model, "preference": preference,
                                 "priority": priority}
         if devices is not None:
             body["devices"] = list(devices)
         if compiled is not None:
             body["compiled"] = compiled
+        if cache is not None:
+            body["cache"] = {"dir": str(cache.directory.path), "token": cache.token}
         client = self._require()
         for pool in pools:
             await self.sharing.ensure(client, pool)
@@ -93,7 +101,7 @@ class RemoteBackend:
         if not isinstance(handle, int) or isinstance(handle, bool) or not isinstance(driver, str):
             raise UnavailableDevice("malformed compile reply from the service")
         source = reply.get("source", "compiled")
-        return CompiledRef(driver, (handle, {}, ()),
+        return CompiledRef(driver, (handle, {}, (), None),
                            source=source if source in ("compiled", "aot") else "compiled")
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,

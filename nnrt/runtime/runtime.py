@@ -16,6 +16,8 @@ import anyio
 import numpy as np
 from anyio.abc import TaskGroup
 
+from nnrt.cache.directory import CacheDirectory
+from nnrt.cache.files import check_token
 from nnrt.driver.base import DriverInfo
 from nnrt.driver.buffers import BufferDesc
 from nnrt.driver.discovery import load_driver
@@ -27,6 +29,7 @@ from nnrt.model.types import ExecutionPreference, Priority
 from nnrt.ops.interpreter import InputBinder, Inputs
 from nnrt.runtime.arena import DEFAULT_ARENA_LIMIT, Arena
 from nnrt.runtime.backend import CompiledRef, EmbeddedBackend
+from nnrt.runtime.cache import StepCache, model_token
 from nnrt.runtime.compiler import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.constants import place_constants
 from nnrt.runtime.device import BufferRole, DeviceMemory, check_allocation
@@ -60,7 +63,8 @@ class Backend(Protocol):
     async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
                       devices: Sequence[str] | None, deadline: float | None,
                       pools: Sequence[PoolSource] = (), *,
-                      compiled: list[Any] | None = None) -> CompiledRef: ...
+                      compiled: list[Any] | None = None,
+                      cache: StepCache | None = None) -> CompiledRef: ...
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
                       priority: int, deadline: float | None, *,
@@ -173,7 +177,9 @@ class Runtime:
             self._started(remote.unmap)
             return self
         for name in self._drivers:
-            load_driver(name)  # fail fast, in this process, with the list of known drivers
+            # fail fast, in this process: unknown names list the known drivers, and a driver
+            # asking for more cache files than NNAPI allows (32 of each) is refused here
+            load_driver(name).cache_files_needed()
         embedded = EmbeddedBackend(self._drivers, self._workers, self._max_in_flight,
                                    self._cancel_grace)
         self._tg = anyio.create_task_group()
@@ -227,8 +233,9 @@ class Runtime:
     async def compile(self, model: Model, *,
                       preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                       priority: Priority = Priority.MEDIUM, devices: Sequence[str] | None = None,
-                      timeout: float | None = None, allow_fallback: bool = True
-                      ) -> CompiledModel:
+                      timeout: float | None = None, allow_fallback: bool = True,
+                      cache_dir: str | os.PathLike[str] | None = None,
+                      token: bytes | None = None) -> CompiledModel:
         """Validate ``model``, place its operations on drivers and prepare it on workers.
 
         Every driver in ``devices`` (default: all of this runtime's, in order) says which
@@ -238,6 +245,11 @@ class Runtime:
         ``allow_fallback`` is false (then ``Unsupported`` lists them). A model file's
         ahead-of-time partitions load on their driver without compiling. See
         :meth:`CompiledModel.placement`.
+
+        ``cache_dir`` caches every step's compiled model on disk (drivers that cache: see
+        ``cache_files_needed``): a later compile of the same model — or a new worker — loads
+        it instead of compiling. ``token`` (32 bytes, NNAPI's cache token) names the model;
+        by default it is derived from the model's content.
         """
         backend = self._require_backend()
         if not isinstance(model, Model):
@@ -258,13 +270,21 @@ class Runtime:
         if unknown:
             raise BadData(f"unknown devices {unknown}; this runtime has {known}")
         deadline = _deadline(timeout)
+        cache = None
+        if cache_dir is not None:
+            app_token = check_token(token, "compile: token") if token is not None else (
+                await anyio.to_thread.run_sync(model_token, model))
+            cache = (CacheDirectory(cache_dir), app_token)
+        elif token is not None:
+            raise BadData("compile: a cache token needs a cache_dir")
         placed = place_constants(model)
         try:
             for pool in placed.pools:
                 self.memory.watch(pool)
             compilation = await compile_model(
                 backend, model, placed, preference=int(pref), priority=prio,
-                devices=candidates, deadline=deadline, allow_fallback=bool(allow_fallback))
+                devices=candidates, deadline=deadline, allow_fallback=bool(allow_fallback),
+                cache=cache)
         except BaseException:
             if placed.packed is not None:
                 placed.packed.close()

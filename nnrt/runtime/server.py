@@ -22,12 +22,16 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from nnrt.cache.directory import CacheDirectory
+from nnrt.cache.files import check_token
+from nnrt.driver.discovery import load_driver
 from nnrt.driver.pools import MappedPool, PoolTable
 from nnrt.errors import BadData, NnrtError, ResourceExhausted
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import PROTOCOL_VERSION, Status, check_request, encode_error
 from nnrt.model.wire import model_from_wire, model_to_wire
 from nnrt.runtime.backend import CompiledRef, DeviceHandle, EmbeddedBackend
+from nnrt.runtime.cache import StepCache
 from nnrt.runtime.compiler import FALLBACK_DRIVER
 from nnrt.runtime.connection import FramedSocket
 
@@ -322,7 +326,8 @@ class _Session:
             compiled = [[received.id, *compiled[0][1:]], *compiled[1:]]
         ref = await self.backend.compile(wire, body.get("preference", 1),
                                          body.get("priority", 100), devices, None,
-                                         list(used.values()), compiled=compiled)
+                                         list(used.values()), compiled=compiled,
+                                         cache=_step_cache(body.get("cache")))
         handle, self._next_handle = self._next_handle, self._next_handle + 1
         self.handles[handle] = ref
         return {"handle": handle, "driver": ref.driver, "source": ref.source}
@@ -358,6 +363,16 @@ class _Session:
             raise BadData(f"unknown handle {body['handle']}")
         await self.backend.release(ref)
         return {}
+
+
+def _step_cache(spec: Any) -> StepCache | None:
+    """A compile request's ``cache``: ``{dir, token}`` (the directory the client names)."""
+    if spec is None:
+        return None
+    if not (isinstance(spec, dict) and set(spec) == {"dir", "token"}
+            and isinstance(spec["dir"], str) and 0 < len(spec["dir"]) < 4096):
+        raise BadData("compile: cache must be {dir, token}")
+    return StepCache(CacheDirectory(spec["dir"]), check_token(spec["token"], "compile: cache"))
 
 
 async def _ok() -> dict[str, Any]:
@@ -397,6 +412,8 @@ async def serve(path: str, *, drivers: Sequence[str] = ("reference",),
     """Run the pools and accept clients on ``path`` until SIGTERM / SIGINT or cancellation."""
     count = os.cpu_count() or 1
     names = list(dict.fromkeys(drivers))
+    for name in names:  # refused before any worker starts (see Runtime.__aenter__)
+        load_driver(name).cache_files_needed()
     if FALLBACK_DRIVER not in names:  # runs what no other driver takes
         names.append(FALLBACK_DRIVER)
     per_driver = {d: (workers or {}).get(d, count) for d in names}

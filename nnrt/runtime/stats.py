@@ -21,6 +21,12 @@ class PoolStatistics:
     restarts: int
     #: Device-memory allocations the driver refused, served from a shared memfd instead.
     allocate_fallbacks: int = 0
+    #: Prepares served from the compilation cache.
+    cache_hits: int = 0
+    #: Prepares that compiled and saved into the compilation cache.
+    cache_misses: int = 0
+    #: Cache loads the driver rejected (corrupt, stale, unreadable): compiled again instead.
+    cache_load_failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,21 @@ class RuntimeStatistics:
         return sum(p.allocate_fallbacks for p in self.pools.values())
 
     @property
+    def cache_hits(self) -> int:
+        """Prepares served from the compilation cache, all pools."""
+        return sum(p.cache_hits for p in self.pools.values())
+
+    @property
+    def cache_misses(self) -> int:
+        """Prepares that compiled and saved into the cache, all pools."""
+        return sum(p.cache_misses for p in self.pools.values())
+
+    @property
+    def cache_load_failures(self) -> int:
+        """Rejected cache loads (recompiled instead), all pools."""
+        return sum(p.cache_load_failures for p in self.pools.values())
+
+    @property
     def restarts(self) -> int:
         """Worker restarts, all pools."""
         return sum(p.restarts for p in self.pools.values())
@@ -52,7 +73,8 @@ class RuntimeStatistics:
     def to_wire(self) -> dict[str, list[object]]:
         """Plain data for the wire."""
         return {name: [p.driver, p.workers, p.workers_alive, p.queue_depth, p.in_flight,
-                       p.completed, p.failed, p.restarts, p.allocate_fallbacks]
+                       p.completed, p.failed, p.restarts, p.allocate_fallbacks, p.cache_hits,
+                       p.cache_misses, p.cache_load_failures]
                 for name, p in self.pools.items()}
 
     @classmethod
@@ -61,7 +83,7 @@ class RuntimeStatistics:
         pools: dict[str, PoolStatistics] = {}
         if isinstance(data, dict):
             for name, row in data.items():
-                if (isinstance(name, str) and isinstance(row, list) and len(row) == 9
+                if (isinstance(name, str) and isinstance(row, list) and len(row) == 12
                         and isinstance(row[0], str)
                         and all(isinstance(v, int) and not isinstance(v, bool) for v in row[1:])):
                     pools[name] = PoolStatistics(row[0], *row[1:])

@@ -48,3 +48,10 @@ class SmallBufferDriver(ReferenceDriver):
 
     def __init__(self) -> None:
         super().__init__(max_buffer_bytes=1 << 20, allow_unknown=False)
+
+
+class TooManyCacheFiles(ReferenceDriver):
+    """Asks for 33 model-cache files: more than NNAPI's 32, refused when the worker starts."""
+
+    def _cache_files_needed(self) -> tuple[int, int]:
+        return (33, 0)

@@ -3,10 +3,14 @@ it whose compiler crashes on MUL."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from nnrt.cache.files import CacheFiles
+from nnrt.driver.base import PreparedModel, PrepareOptions
 from nnrt.driver.info import PerformanceInfo
 from nnrt.driver.plugin import CompiledResult, PluginDriver
 from nnrt.model.model import Model
@@ -34,3 +38,32 @@ def mul_crash() -> PluginDriver:
     """Acme whose compile step fails for any partition holding a MUL."""
     return PluginDriver(_MulCrashPlugin(), AcmeDispatch(),
                         performance=PerformanceInfo(exec_time=0.2, power_usage=0.2))
+
+
+class _SpyDriver(PluginDriver):
+    """Acme, writing which preparation entry point ran, with how many cache files, to the
+    JSON-lines file ``$NNRT_TEST_SPY_LOG``."""
+
+    def _note(self, call: str, cache: CacheFiles | None) -> None:
+        path = os.environ.get("NNRT_TEST_SPY_LOG")
+        if path:
+            record = {"call": call, "model": None if cache is None else len(cache.model),
+                      "data": None if cache is None else len(cache.data), "pid": os.getpid()}
+            with open(path, "a") as log:
+                log.write(json.dumps(record) + "\n")
+
+    def _prepare(self, model: Model, options: PrepareOptions, cache: CacheFiles | None
+                 ) -> PreparedModel:
+        self._note("prepare", cache)
+        return super()._prepare(model, options, cache)
+
+    def _prepare_from_cache(self, model: Model, cache: CacheFiles, options: PrepareOptions
+                            ) -> PreparedModel:
+        self._note("prepare_from_cache", cache)
+        return super()._prepare_from_cache(model, cache, options)
+
+
+def spy() -> PluginDriver:
+    """Acme that logs its preparations (see :class:`_SpyDriver`)."""
+    return _SpyDriver(AcmePlugin(), AcmeDispatch(),
+                      performance=PerformanceInfo(exec_time=0.2, power_usage=0.2))

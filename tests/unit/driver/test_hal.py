@@ -203,11 +203,17 @@ def test_released_model_refuses_to_execute(driver: ReferenceDriver) -> None:
 
 
 def test_cache_and_allocation_are_not_supported_by_default(driver: ReferenceDriver) -> None:
+    from nnrt.cache import CacheFiles
+
     with pytest.raises(nnrt.OpFailed, match="prepare_from_cache is not supported by driver "
                                             "reference"):
-        driver.prepare_from_cache(None, bytes(32))
+        driver.prepare_from_cache(chain(1), CacheFiles(bytes(32), (), ()))
     with pytest.raises(nnrt.BadData, match="token must be 32 bytes"):
-        driver.prepare_from_cache(None, b"short")
+        CacheFiles(b"short", (), ())
+    with pytest.raises(nnrt.BadData, match="cache must be nnrt.cache.CacheFiles"):
+        driver.prepare_from_cache(chain(1), None)  # type: ignore[arg-type]
+    with pytest.raises(nnrt.CacheError, match="expected 0 model and 0 data cache files"):
+        driver.prepare(chain(1), cache=CacheFiles(bytes(32), (5,), ()))
     with pytest.raises(nnrt.BadData, match="BufferDesc"):
         driver.allocate(None, [])  # type: ignore[arg-type]
 
