@@ -4,7 +4,8 @@
 pre-packs weights, fuses activations and element-wise chains, plans a scratch arena and
 generates one straight-line Python function per partition, shipped as a msgpack bytecode module
 (see ``docs/cpu-driver.md``). ``CpuDispatch`` verifies that source before running it.
-``CpuDriver()`` serves the pair as a driver (``load_driver("cpu")``).
+``CpuDriver()`` serves the pair as a driver (``load_driver("cpu")``); its prepared models
+(``CpuPreparedModel``) build an autotuned stage 2 in the background after some executions.
 """
 
 from nnrt.drivers.cpu.compiler import CompiledPartition as CompiledPartition
@@ -14,6 +15,7 @@ from nnrt.drivers.cpu.dispatch import CpuExecutable as CpuExecutable
 from nnrt.drivers.cpu.driver import CpuDriver as CpuDriver
 from nnrt.drivers.cpu.driver import CpuPlugin as CpuPlugin
 from nnrt.drivers.cpu.module import FORMAT as FORMAT
+from nnrt.drivers.cpu.stages import CpuPreparedModel as CpuPreparedModel
 
 __all__ = ["FORMAT", "CompiledPartition", "CpuDispatch", "CpuDriver", "CpuExecutable",
-           "CpuPlugin", "compile_partition"]
+           "CpuPlugin", "CpuPreparedModel", "compile_partition"]

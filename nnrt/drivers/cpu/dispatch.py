@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.driver.plugin import Dispatch
-from nnrt.drivers.cpu.kernels_nn import KERNELS
+from nnrt.drivers.cpu.kernels_tuned import KERNELS
 from nnrt.drivers.cpu.module import decode_module
 from nnrt.drivers.cpu.verify import verify_source
 from nnrt.errors import BadData
@@ -29,12 +29,16 @@ Array = np.ndarray[Any, Any]
 
 
 class CpuExecutable:
-    """One loaded entry point: its function and the size of the arena it needs."""
+    """One loaded entry point: its function, the size of the arena it needs, and the stage
+    of the module it came from with the kernels the optimiser chose (stage 2)."""
 
-    def __init__(self, entry: str, function: Callable[..., Any], scratch_elements: int) -> None:
+    def __init__(self, entry: str, function: Callable[..., Any], scratch_elements: int, *,
+                 stage: int = 1, choices: tuple[tuple[int, str], ...] = ()) -> None:
         self.entry = entry
         self.function = function
         self.scratch_elements = scratch_elements
+        self.stage = stage
+        self.choices = choices
         self._local = threading.local()
 
     def arena(self) -> Array:
@@ -46,7 +50,8 @@ class CpuExecutable:
         return arena
 
     def __repr__(self) -> str:
-        return f"<CpuExecutable {self.entry!r}, scratch {self.scratch_elements} elements>"
+        return (f"<CpuExecutable {self.entry!r}, stage {self.stage}, scratch "
+                f"{self.scratch_elements} elements>")
 
 
 class CpuDispatch(Dispatch):
@@ -68,7 +73,8 @@ class CpuDispatch(Dispatch):
         function = namespace.get(entry_point)
         if not isinstance(function, FunctionType):
             raise BadData(f"cpu bytecode: entry point {entry_point!r} is not a function")
-        return CpuExecutable(entry_point, function, module.scratch[entry_point])
+        return CpuExecutable(entry_point, function, module.scratch[entry_point],
+                             stage=module.stage, choices=module.choices)
 
     def invoke(self, executable: Any, inputs: Sequence[Array], outputs: Sequence[Array]) -> None:
         """Run ``executable`` on ``inputs``, writing ``outputs``.

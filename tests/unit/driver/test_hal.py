@@ -210,7 +210,7 @@ def test_cache_and_allocation_are_not_supported_by_default(driver: ReferenceDriv
         driver.prepare_from_cache(chain(1), CacheFiles(bytes(32), (), ()))
     with pytest.raises(nnrt.BadData, match="token must be 32 bytes"):
         CacheFiles(b"short", (), ())
-    with pytest.raises(nnrt.BadData, match="cache must be nnrt.cache.CacheFiles"):
+    with pytest.raises(nnrt.BadData, match=r"cache must be nnrt\.cache\.CacheFiles"):
         driver.prepare_from_cache(chain(1), None)  # type: ignore[arg-type]
     with pytest.raises(nnrt.CacheError, match="expected 0 model and 0 data cache files"):
         driver.prepare(chain(1), cache=CacheFiles(bytes(32), (5,), ()))
