@@ -180,8 +180,10 @@ class CompilerPlugin(abc.ABC):
         """
         return module, b""
 
-    def join_module(self, code: bytes, constants: bytes) -> bytes:
-        """The module :meth:`split_module` split (inverse; bytes read back from a cache)."""
+    def join_module(self, code: bytes, constants: bytes) -> Any:
+        """The module :meth:`split_module` split (inverse; bytes read back from a cache): the
+        module bytes, or any object this plugin's dispatch ``load`` accepts (e.g. a module
+        decoded straight from the blobs, so nothing is re-encoded)."""
         return code
 
 
@@ -189,7 +191,7 @@ class Dispatch(abc.ABC):
     """The runtime side of a plugin: loads bytecode and invokes it on arrays."""
 
     @abc.abstractmethod
-    def load(self, bytecode: bytes, entry_point: str) -> Any:
+    def load(self, bytecode: Any, entry_point: str) -> Any:
         """An executable for ``entry_point`` of a module (reject bytecode you cannot trust)."""
 
     @abc.abstractmethod
@@ -352,11 +354,11 @@ class PluginDriver(Driver):
                 and set(raw) == {"format", "entry_point", "code"}
                 and _entry_ok(raw["entry_point"]) and isinstance(raw["code"], bytes)):
             raise CacheError(f"{where}: malformed header")
-        module = self._call_hook(bytes, "join_module", self.plugin.join_module, raw["code"],
+        module = self._call_hook(object, "join_module", self.plugin.join_module, raw["code"],
                                  constants)
         return self._make_prepared(model, module, raw["entry_point"], cache)
 
-    def _make_prepared(self, model: Model, module: bytes, entry_point: str,
+    def _make_prepared(self, model: Model, module: Any, entry_point: str,
                        cache: CacheFiles | None) -> PreparedModel:
         """The prepared model for a loaded module (drivers may return their own kind; ``cache``
         is what it was prepared with, for drivers that update it later)."""
@@ -366,7 +368,7 @@ class PluginDriver(Driver):
 class PluginPreparedModel(PreparedModel):
     """A partition loaded into a plugin's dispatch."""
 
-    def __init__(self, driver: PluginDriver, model: Model, bytecode: bytes,
+    def __init__(self, driver: PluginDriver, model: Model, bytecode: Any,
                  entry_point: str) -> None:
         name = driver.plugin.name
         super().__init__(model, driver_name=name)

@@ -19,7 +19,7 @@ import numpy as np
 
 from nnrt.driver.plugin import Dispatch
 from nnrt.drivers.cpu.kernels_tuned import KERNELS
-from nnrt.drivers.cpu.module import decode_module
+from nnrt.drivers.cpu.module import Module, decode_module
 from nnrt.drivers.cpu.verify import verify_source
 from nnrt.errors import BadData
 
@@ -57,9 +57,13 @@ class CpuExecutable:
 class CpuDispatch(Dispatch):
     """The runtime half of the cpu compiler plugin."""
 
-    def load(self, bytecode: bytes, entry_point: str) -> CpuExecutable:
-        """Decode, verify and compile ``entry_point`` of a module (``BadData`` if refused)."""
-        module = decode_module(bytecode)
+    def load(self, bytecode: bytes | Module, entry_point: str) -> CpuExecutable:
+        """Decode, verify and compile ``entry_point`` of a module (``BadData`` if refused).
+
+        ``bytecode`` may also be a module decoded and checked already (a cache hit rebuilds
+        one from the cache files without re-encoding it); its source is verified all the same.
+        """
+        module = bytecode if isinstance(bytecode, Module) else decode_module(bytecode)
         if entry_point not in module.entry_points:
             raise BadData(f"cpu bytecode: no entry point {entry_point!r}; the module has "
                           f"{', '.join(module.entry_points)}")

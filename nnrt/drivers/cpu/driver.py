@@ -11,7 +11,7 @@ from nnrt.driver.base import PerformanceInfo, PreparedModel
 from nnrt.driver.plugin import CompiledResult, CompilerPlugin, PartitionResult, PluginDriver
 from nnrt.drivers.cpu.compiler import compile_module
 from nnrt.drivers.cpu.dispatch import CpuDispatch
-from nnrt.drivers.cpu.module import FORMAT
+from nnrt.drivers.cpu.module import FORMAT, Module
 from nnrt.drivers.cpu.split import join_module, split_module
 from nnrt.drivers.cpu.stages import CpuPreparedModel
 from nnrt.drivers.cpu.support import unsupported_reason
@@ -62,8 +62,9 @@ class CpuPlugin(CompilerPlugin):
         :mod:`nnrt.drivers.cpu.split`."""
         return split_module(module)
 
-    def join_module(self, code: bytes, constants: bytes) -> bytes:
-        """The module :meth:`split_module` split (``CacheError`` if the blobs do not fit)."""
+    def join_module(self, code: bytes, constants: bytes) -> Module:
+        """The module :meth:`split_module` split, decoded, its tensors views of
+        ``constants`` (``CacheError`` if the blobs do not fit)."""
         return join_module(code, constants)
 
 
@@ -81,7 +82,7 @@ class CpuDriver(PluginDriver):
         #: Executions after which a stage-1 prepared model builds stage 2 (0: never).
         self.optimize_after = _optimize_after(optimize_after)
 
-    def _make_prepared(self, model: Model, module: bytes, entry_point: str,
+    def _make_prepared(self, model: Model, module: bytes | Module, entry_point: str,
                        cache: CacheFiles | None) -> PreparedModel:
         return CpuPreparedModel(self, model, module, entry_point, cache, self.optimize_after)
 

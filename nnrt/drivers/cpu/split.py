@@ -18,8 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgpack
+import numpy as np
 
 from nnrt.drivers.cpu.module import (
+    Module,
     check_fields,
     check_name,
     decode_module,
@@ -33,6 +35,7 @@ __all__ = ["ALIGN", "join_module", "split_module"]
 #: Alignment of each tensor in the constants blob, in bytes.
 ALIGN = 64
 _WHERE = "cpu cache"
+Array = np.ndarray[Any, Any]
 
 
 def _aligned(offset: int) -> int:
@@ -60,8 +63,10 @@ def split_module(module: bytes) -> tuple[bytes, bytes]:
     return code, b"".join(parts)
 
 
-def join_module(code: bytes, constants: bytes) -> bytes:
-    """The module :func:`split_module` split (``CacheError`` if the blobs do not fit)."""
+def join_module(code: bytes, constants: bytes) -> Module:
+    """The module :func:`split_module` split, decoded and checked like
+    :func:`~nnrt.drivers.cpu.module.decode_module` does (``CacheError`` if the blobs do not
+    fit). Its tensors are read-only views of ``constants``: nothing is copied or re-encoded."""
     try:
         raw = msgpack.unpackb(code, raw=False, strict_map_key=True, use_list=True)
     except Exception as exc:
@@ -75,42 +80,44 @@ def join_module(code: bytes, constants: bytes) -> bytes:
         if not isinstance(descriptors, dict):
             raise BadData("cpu bytecode: tensors must be a map")
         tensors = _slices(descriptors, constants, declared)
+        clash = set(tensors) & set(fields.entry_points)
+        if clash:
+            raise BadData(f"cpu bytecode: tensor {sorted(clash)[0]!r} has an entry point's name")
     except BadData as exc:
         raise CacheError(f"{_WHERE}: {exc}") from None
-    module: bytes = msgpack.packb(pack_fields(fields.source, fields.entry_points, tensors,
-                                              fields.scratch, fields.stage, fields.choices),
-                                  use_bin_type=True)
-    try:
-        decode_module(module)  # the joined module must be one the dispatch accepts
-    except BadData as exc:
-        raise CacheError(f"{_WHERE}: {exc}") from None
-    return module
+    return Module(fields.source, fields.entry_points, tensors, fields.scratch, fields.stage,
+                  fields.choices)
 
 
 def _slices(descriptors: dict[Any, Any], constants: bytes, declared: Any
-            ) -> dict[str, list[Any]]:
-    """Each tensor's ``[dtype, shape, bytes]`` cut from ``constants`` (``BadData`` if the blob
-    does not match the descriptors exactly)."""
+            ) -> dict[str, Array]:
+    """Each tensor as a read-only view of ``constants`` (``BadData`` if the blob does not
+    match the descriptors exactly)."""
     if not isinstance(constants, bytes):
         raise BadData(f"the data cache must be bytes, got {type(constants).__name__}")
     if type(declared) is not int or declared != len(constants):
         raise BadData(f"the data cache holds {len(constants)} bytes; the model cache says "
                       f"{declared!r:.40}")
     view = memoryview(constants)
-    tensors: dict[str, list[Any]] = {}
+    tensors: dict[str, Array] = {}
     offset = 0
     for name, spec in descriptors.items():
         check_name(name, "tensor name")
         if not isinstance(spec, list) or len(spec) != 2:
             raise BadData(f"cpu bytecode: tensor {name!r}: expected a [dtype, shape] descriptor")
-        _, size = tensor_layout(name, spec[0], spec[1])
+        dtype, size = tensor_layout(name, spec[0], spec[1])
         start = _aligned(offset)
         if start + size > len(constants):
             raise BadData(f"tensor {name!r} ({spec[0]}{spec[1]}) needs bytes {start} to "
                           f"{start + size}; the data cache holds {len(constants)}")
         if any(view[offset:start]):
             raise BadData(f"the padding before tensor {name!r} is not zero")
-        tensors[name] = [spec[0], spec[1], bytes(view[start:start + size])]
+        array = np.frombuffer(constants, dtype, size // dtype.itemsize if dtype.itemsize else 0,
+                              start).reshape(spec[1])
+        if not array.flags.aligned:
+            array = array.copy()
+        array.flags.writeable = False
+        tensors[name] = array
         offset = start + size
     if offset != len(constants):
         raise BadData(f"the tensors end at byte {offset}; the data cache holds "

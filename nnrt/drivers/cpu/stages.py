@@ -32,6 +32,7 @@ from nnrt.driver.base import ExecutionControl
 from nnrt.driver.plugin import FORBID_COMPILE, PluginDriver, PluginPreparedModel
 from nnrt.drivers.cpu.autotune import Trial, TunedModule, autotune, close_enough
 from nnrt.drivers.cpu.dispatch import CpuExecutable
+from nnrt.drivers.cpu.module import Module
 from nnrt.errors import NnrtError, OpFailed
 from nnrt.model.model import Model
 
@@ -49,7 +50,8 @@ _log = logging.getLogger("nnrt.driver")
 class CpuPreparedModel(PluginPreparedModel):
     """A cpu partition that re-optimises itself in the background after some executions."""
 
-    def __init__(self, driver: PluginDriver, model: Model, module: bytes, entry_point: str,
+    def __init__(self, driver: PluginDriver, model: Model, module: bytes | Module,
+                 entry_point: str,
                  cache: CacheFiles | None, optimize_after: int) -> None:
         super().__init__(driver, model, module, entry_point)
         self._driver = driver

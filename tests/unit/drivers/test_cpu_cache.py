@@ -31,8 +31,14 @@ def _module(make: str = "cnn") -> bytes:
 def test_split_then_join_gives_the_module_back(make: str) -> None:
     module = _module(make)
     code, constants = PLUGIN.split_module(module)
-    assert PLUGIN.join_module(code, constants) == module
+    joined = PLUGIN.join_module(code, constants)
     decoded = decode_module(module)
+    assert (joined.source, joined.entry_points, joined.scratch, joined.stage) == (
+        decoded.source, decoded.entry_points, decoded.scratch, decoded.stage)
+    assert list(joined.tensors) == list(decoded.tensors)
+    for name, tensor in joined.tensors.items():
+        np.testing.assert_array_equal(tensor, decoded.tensors[name])
+        assert tensor.dtype == decoded.tensors[name].dtype and not tensor.flags.writeable
     assert len(code) < 4096 < len(constants)  # the weights went to the data cache
     assert sum(t.nbytes for t in decoded.tensors.values()) <= len(constants)
     assert not any(t.tobytes() in code for t in decoded.tensors.values() if t.nbytes > 64)
@@ -45,7 +51,7 @@ def test_split_keeps_the_stage_and_choices() -> None:
                            choices=[(0, "fc_dot"), (3, "conv")])
     code, constants = PLUGIN.split_module(module)
     assert len(constants) == ALIGN + 16  # c0 (12 bytes) padded to 64, then c1
-    joined = decode_module(PLUGIN.join_module(code, constants))
+    joined = PLUGIN.join_module(code, constants)
     assert joined.stage == 2 and joined.choices == ((0, "fc_dot"), (3, "conv"))
     np.testing.assert_array_equal(joined.tensors["c1"], tensors["c1"])
 
