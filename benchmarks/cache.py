@@ -1,0 +1,148 @@
+"""The compilation cache: cold compile vs cache hit vs new-worker warm-up, and integrity speed.
+
+Run: .venv/bin/python benchmarks/cache.py [--runs N]
+
+For the ``cpu`` driver on an MLP with 16.8 M float32 parameters (4 x FC 2048x2048) and on the
+small CNN of ``benchmarks/cpu_driver.py``:
+
+* **HAL, in process** — ``prepare(model)`` (compile, no cache), ``prepare(model, cache=files)``
+  (a miss: compile and save), ``prepare_from_cache(model, files)`` (a hit: read, hash, check,
+  rebuild); medians of ``--runs`` runs.
+* **Runtime** — ``rt.compile(model, cache_dir=...)`` in a fresh runtime with an empty cache
+  directory (cold), then in another fresh runtime (hit); and the warm-up of a second worker of
+  the same pool, which prepares from the cache.
+* **Integrity** — ``nnrt.cache.cache_digest`` (SHA-256 over the blobs) on 256 MiB: GB/s.
+
+Every run uses a private integrity store and cache directory in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+import nnrt
+from nnrt.cache import CacheDirectory, cache_digest
+from nnrt.driver.discovery import load_driver
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_driver import cnn  # noqa: E402
+
+Array = np.ndarray[Any, Any]
+
+
+def big_mlp() -> tuple[nnrt.Model, list[Array]]:
+    """4 x FULLY_CONNECTED 2048x2048 + RELU: 16.8 M float32 parameters (64 MiB)."""
+    rng = np.random.default_rng(0)
+    b = nnrt.ModelBuilder()
+    h = x = b.input("x", (1, 2048))
+    for _ in range(4):
+        w = (rng.standard_normal((2048, 2048)) * 0.02).astype(np.float32)
+        h = b.relu(b.fully_connected(h, w, np.zeros(2048, np.float32)))
+    b.output(h)
+    del x
+    return b.build(), [rng.standard_normal((1, 2048)).astype(np.float32)]
+
+
+def _median_ms(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def hal(name: str, model: nnrt.Model, root: Path, runs: int) -> dict[str, float]:
+    """Compile / miss / hit at the HAL, in this process."""
+    driver = load_driver("cpu")
+    meta = {"driver": "cpu", "version": driver.info().version}
+    directory = CacheDirectory(root / f"hal-{name}")
+
+    def plain() -> None:
+        driver.prepare(model).release()
+
+    def miss() -> None:
+        with directory.open(os.urandom(32), (1, 1), meta) as entry:
+            driver.prepare(model, cache=entry.files).release()
+            entry.commit()
+
+    token = os.urandom(32)
+    with directory.open(token, (1, 1), meta) as entry:
+        driver.prepare(model, cache=entry.files).release()
+        entry.commit()
+
+    def hit() -> None:
+        with directory.open(token, (1, 1), meta) as entry:
+            assert entry.hit
+            driver.prepare_from_cache(model, entry.files).release()
+
+    return {"compile": _median_ms(plain, runs), "miss": _median_ms(miss, runs),
+            "hit": _median_ms(hit, runs)}
+
+
+async def runtime(name: str, model: nnrt.Model, inputs: list[Array], root: Path
+                  ) -> dict[str, float]:
+    """rt.compile cold and hit, and a second worker's warm-up from the cache."""
+    cache = root / f"rt-{name}"
+    found: dict[str, float] = {}
+    for label in ("cold", "hit"):
+        async with nnrt.Runtime(drivers=["cpu"], workers=2, max_in_flight=1) as rt:
+            start = time.perf_counter()
+            compiled = await rt.compile(model, cache_dir=cache)
+            found[label] = (time.perf_counter() - start) * 1000
+            await compiled.execute(inputs)
+            if label == "hit":
+                pool = rt._backend.pools["cpu"]  # type: ignore[attr-defined]
+                slot = next(s for s in pool.slots if s.handle_of(compiled.ref.key[0]) is None)
+                start = time.perf_counter()
+                await slot.ensure_prepared(compiled.ref.key)
+                found["new worker"] = (time.perf_counter() - start) * 1000
+            stats = rt.statistics()
+            assert (stats.cache_hits, stats.cache_misses) == ((2, 0) if label == "hit"
+                                                              else (0, 1)), stats
+    return found
+
+
+def integrity(size: int = 256 << 20) -> float:
+    """SHA-256 integrity digest throughput in GB/s."""
+    blob = np.random.default_rng(1).integers(0, 255, size, dtype=np.uint8).tobytes()
+    seconds = min(_median_ms(lambda: cache_digest([blob], []), 3) for _ in range(2)) / 1000
+    return size / seconds / 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        os.environ["NNRT_INTEGRITY_DIR"] = str(root / "integrity")
+        os.environ["NNRT_CPU_OPTIMIZE_AFTER"] = "0"
+        print(f"machine: Python {platform.python_version()}, numpy {np.__version__}, "
+              f"{platform.machine()}, {os.cpu_count()} CPUs")
+        print("| model | compile (no cache) ms | miss (compile + save) ms | hit ms | hit / miss "
+              "| rt.compile cold ms | rt.compile hit ms | new worker (from cache) ms |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for name, (model, inputs) in (("MLP 16.8M params", big_mlp()), ("CNN", cnn(1))):
+            h = hal(name.split()[0], model, root, args.runs)
+            r = anyio.run(runtime, name.split()[0], model, inputs, root)
+            print(f"| {name} | {h['compile']:.1f} | {h['miss']:.1f} | {h['hit']:.1f} | "
+                  f"{h['hit'] / h['miss']:.0%} | {r['cold']:.1f} | {r['hit']:.1f} | "
+                  f"{r['new worker']:.1f} |")
+        print(f"integrity check (SHA-256 over the cache blobs): {integrity():.2f} GB/s")
+
+
+if __name__ == "__main__":
+    main()
