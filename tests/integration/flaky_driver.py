@@ -55,3 +55,32 @@ class TooManyCacheFiles(ReferenceDriver):
 
     def _cache_files_needed(self) -> tuple[int, int]:
         return (33, 0)
+
+
+class _RaisingPreparedModel(ReferencePreparedModel):
+    """Raises from inside the kernel when the first input's first element is negative."""
+
+    def _execute(self, inputs: list[Any], control: ExecutionControl) -> Sequence[Any]:
+        if inputs and inputs[0].size and float(inputs[0].reshape(-1)[0]) < 0:
+            raise RuntimeError("kernel exploded on a negative input")
+        return super()._execute(inputs, control)
+
+
+class RaisingDriver(ReferenceDriver):
+    """The reference driver whose kernels raise on inputs starting with a negative value."""
+
+    def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
+        return _RaisingPreparedModel(model)
+
+
+def small_disk_cpu() -> Driver:
+    """The cpu driver in a worker whose files may not grow past 16 KiB (``RLIMIT_FSIZE``):
+    writing a bigger cache file fails with EFBIG, as on a full disk."""
+    import resource
+    import sys
+
+    from nnrt.drivers.cpu import CpuDriver
+
+    if sys.argv[0].endswith(os.path.join("nnrt", "driver", "__main__.py")):  # workers only
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+    return CpuDriver()
