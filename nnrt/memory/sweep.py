@@ -35,7 +35,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def _sweep(wanted: int | None) -> list[str]:
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(SHM_DIR)
     except OSError:
