@@ -149,7 +149,9 @@ class CacheDirectory:
     # -- internals ---------------------------------------------------------------------------
 
     def _lock(self, paths: EntryPaths, timeout: float) -> filelock.BaseFileLock:
-        lock = filelock.FileLock(paths.lock, timeout=timeout, mode=0o600)
+        # not thread-local: the runtime takes the lock in a worker thread (off its event loop)
+        # and may release it from another thread
+        lock = filelock.FileLock(paths.lock, timeout=timeout, mode=0o600, thread_local=False)
         try:
             lock.acquire()
         except filelock.Timeout:

@@ -1,4 +1,5 @@
-"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, compile, cache, version."""
+"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, compile, cache, stress,
+version."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from nnrt.cli.cache import add_cache_parser
+from nnrt.cli.stress import add_stress_parser
 
 __all__ = ["main"]
 
@@ -43,12 +45,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio  # noqa: PLC0415
 
-    from nnrt.runtime.server import serve  # noqa: PLC0415
+    from nnrt.runtime.server import ClientLimits, serve  # noqa: PLC0415
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     drivers = args.driver or ["reference"]
     workers = {d: args.workers for d in [*drivers, "reference"]} if args.workers else None
-    anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers))
+    limits = ClientLimits(max_pools=args.max_pools, max_device_bytes=args.max_device_bytes,
+                          max_in_flight=args.max_in_flight)
+    anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers, limits=limits,
+                            max_queue=args.max_queue))
     return 0
 
 
@@ -86,6 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "default: reference)")
     serve.add_argument("--workers", type=int, default=None, help="workers per driver "
                        "(default: CPU count)")
+    serve.add_argument("--max-pools", type=int, default=1024,
+                       help="shared-memory pools one client may map (default 1024)")
+    serve.add_argument("--max-device-bytes", type=int, default=4 << 30,
+                       help="device-memory bytes one client may allocate (default 4 GiB)")
+    serve.add_argument("--max-in-flight", type=int, default=4096,
+                       help="requests one client may have unanswered (default 4096)")
+    serve.add_argument("--max-queue", type=int, default=10_000,
+                       help="requests that may wait for a worker, per driver (default 10000)")
     serve.set_defaults(func=_serve)
     aot = commands.add_parser("compile", help="compile a .nnrt model ahead of time with "
                               "compiler plugins")
@@ -97,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "plugin's first)")
     aot.set_defaults(func=_compile)
     add_cache_parser(commands)
+    add_stress_parser(commands)
     commands.add_parser("version", help="print the version").set_defaults(func=_version)
     args = parser.parse_args(argv)
     code: int = args.func(args)

@@ -185,6 +185,11 @@ class Service:
             _log.info("%s: connection failed: %s", conn, exc)
             self._close(conn)
             return
+        except Exception as exc:  # a frame no check foresaw: that connection only
+            _log.warning("%s: unexpected %s while reading a request, closing the connection",
+                         conn, type(exc).__name__)
+            self._close(conn)
+            return
         if conn.out:
             self._dirty.add(conn)
 

@@ -36,6 +36,7 @@ from nnrt.errors import (
     Unsupported,
 )
 from nnrt.ipc.framing import MAX_FDS_PER_MESSAGE, ProtocolError
+from nnrt.model.wire_fields import describe
 
 __all__ = [
     "DEVICE",
@@ -133,12 +134,12 @@ def _check_fields(where: str, body: Any, schema: Schema) -> None:
     for key, value in body.items():
         spec = schema.get(key)
         if spec is None:
-            raise ProtocolError(f"{where}: unknown field {key!r}")
+            raise ProtocolError(f"{where}: unknown field {describe(key)}")
         if not isinstance(value, spec[0]) or (value.__class__ is bool and spec[0] is not _BOOL):
-            raise ProtocolError(f"{where}: field {key!r} has type {type(value).__name__}")
+            raise ProtocolError(f"{where}: field {describe(key)} has type {type(value).__name__}")
     for key in _required(schema):
         if key not in body:
-            raise ProtocolError(f"{where}: missing field {key!r}")
+            raise ProtocolError(f"{where}: missing field {describe(key)}")
 
 
 def check_request(message: Any) -> tuple[int, str, dict[str, Any]]:
@@ -148,9 +149,9 @@ def check_request(message: Any) -> tuple[int, str, dict[str, Any]]:
     request_id, verb, body = message
     if isinstance(request_id, bool) or not isinstance(request_id, int) or not (
             0 < request_id < _MAX_ID):
-        raise ProtocolError(f"bad request id {request_id!r}")
+        raise ProtocolError(f"bad request id {describe(request_id)}")
     if not isinstance(verb, str) or verb not in REQUEST_SCHEMAS:
-        raise ProtocolError(f"unknown verb {verb!r}")
+        raise ProtocolError(f"unknown verb {describe(verb)}")
     _check_fields(f"request {request_id} ({verb})", body, REQUEST_SCHEMAS[verb])
     if "nfds" in body and not 0 <= body["nfds"] <= MAX_FDS_PER_MESSAGE:
         raise ProtocolError(f"request {request_id}: bad nfds")
@@ -164,9 +165,9 @@ def check_response(message: Any) -> tuple[int, int, dict[str, Any]]:
     request_id, status, body = message
     if isinstance(request_id, bool) or not isinstance(request_id, int) or not (
             0 < request_id < _MAX_ID):
-        raise ProtocolError(f"bad response id {request_id!r}")
+        raise ProtocolError(f"bad response id {describe(request_id)}")
     if isinstance(status, bool) or not isinstance(status, int) or not 0 <= status < 64:
-        raise ProtocolError(f"bad status {status!r}")
+        raise ProtocolError(f"bad status {describe(status)}")
     if not isinstance(body, dict):
         raise ProtocolError("response body must be a map")
     return request_id, status, body
@@ -216,7 +217,7 @@ def decode_ref(value: Any, where: str) -> TensorRef:
                             "length]")
     dtype, shape, pool, offset, length = value
     if not isinstance(dtype, str) or dtype not in _DTYPE_OF:
-        raise ProtocolError(f"{where}: unsupported dtype {dtype!r}")
+        raise ProtocolError(f"{where}: unsupported dtype {describe(dtype)}")
     _check_shape(shape, where)
     for name, field in (("pool", pool), ("offset", offset), ("length", length)):
         if field.__class__ is not int:
@@ -226,10 +227,10 @@ def decode_ref(value: Any, where: str) -> TensorRef:
 
 def _check_shape(shape: Any, where: str) -> None:
     if shape.__class__ is not list or len(shape) > _MAX_RANK:
-        raise ProtocolError(f"{where}: bad shape {shape!r}")
+        raise ProtocolError(f"{where}: bad shape {describe(shape)}")
     for d in shape:
         if d.__class__ is not int or not 0 <= d < _MAX_DIM:
-            raise ProtocolError(f"{where}: bad shape {shape!r}")
+            raise ProtocolError(f"{where}: bad shape {describe(shape)}")
 
 
 def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:
@@ -238,12 +239,12 @@ def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:
         raise ProtocolError(f"{where}: a tensor must be [dtype, shape, bytes]")
     dtype, shape, data = value
     if not isinstance(dtype, str) or dtype not in _DTYPE_OF:
-        raise ProtocolError(f"{where}: unsupported dtype {dtype!r}")
+        raise ProtocolError(f"{where}: unsupported dtype {describe(dtype)}")
     if shape.__class__ is not list or len(shape) > _MAX_RANK:
-        raise ProtocolError(f"{where}: bad shape {shape!r}")
+        raise ProtocolError(f"{where}: bad shape {describe(shape)}")
     for d in shape:
         if d.__class__ is not int or not 0 <= d < _MAX_DIM:
-            raise ProtocolError(f"{where}: bad shape {shape!r}")
+            raise ProtocolError(f"{where}: bad shape {describe(shape)}")
     if not isinstance(data, bytes):
         raise ProtocolError(f"{where}: tensor data must be bytes")
     dt = _DTYPE_OF[dtype]

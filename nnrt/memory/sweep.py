@@ -24,14 +24,19 @@ _log = logging.getLogger("nnrt.memory")
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (one of another user counts as alive)."""
+    """Whether a process ``pid`` runs (one of another user counts; a zombie does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[:1]
+    except OSError:
         return True
-    return True
+    return state != [b"Z"]
 
 
 def _sweep(wanted: int | None) -> list[str]:

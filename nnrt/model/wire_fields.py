@@ -24,8 +24,29 @@ E = TypeVar("E", bound=IntEnum)
 
 
 def describe(value: Any) -> str:
-    """A short ``repr`` of an untrusted value for error messages (at most 60 characters)."""
-    text = repr(value)
+    """A short description of an untrusted value for error messages (at most 60 characters).
+
+    Bounded and never recursive: scalars by ``repr``, text and bytes by the ``repr`` of their
+    start, containers by their size only (a list nested a thousand deep must not blow the
+    stack of whoever reports it).
+    """
+    if value is None or isinstance(value, bool | float) or (
+            isinstance(value, int) and -(10**18) < value < 10**18):
+        text = repr(value)
+    elif isinstance(value, int):
+        text = f"an int of {value.bit_length()} bits"
+    elif isinstance(value, str | bytes | bytearray):
+        text = repr(value[:64])
+    elif isinstance(value, list | tuple) and len(value) <= 8 and all(
+            v is None or isinstance(v, bool | float)
+            or (isinstance(v, int) and -(10**18) < v < 10**18) for v in value):
+        text = repr(value)  # a few scalars: shown (still not recursive)
+    elif isinstance(value, list | tuple):
+        text = f"a {type(value).__name__} of {len(value)} items"
+    elif isinstance(value, dict):
+        text = f"a map of {len(value)} entries"
+    else:
+        text = f"a {type(value).__name__}"
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 

@@ -51,6 +51,21 @@ class CompiledRef:
     source: str = "compiled"
 
 
+def _leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The first nnrt error inside nested exception groups (else the first exception)."""
+    leaves: list[BaseException] = []
+
+    def walk(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                walk(inner)
+        else:
+            leaves.append(error)
+
+    walk(group)
+    return next((e for e in leaves if isinstance(e, NnrtError)), leaves[0])
+
+
 class EmbeddedBackend:
     """Worker pools per driver, scheduling compile and execute requests onto them."""
 
@@ -62,10 +77,14 @@ class EmbeddedBackend:
         self._keys = itertools.count(1)
 
     async def start(self, tg: TaskGroup) -> None:
-        """Start all pools' workers."""
-        async with anyio.create_task_group() as starting:
-            for pool in self.pools.values():
-                starting.start_soon(pool.start, tg)
+        """Start all pools' workers; a worker that cannot start raises its own error (e.g.
+        ``UnavailableDevice``), not the task groups' exception groups around it."""
+        try:
+            async with anyio.create_task_group() as starting:
+                for pool in self.pools.values():
+                    starting.start_soon(pool.start, tg)
+        except BaseExceptionGroup as group:
+            raise _leaf(group) from group
 
     def close(self) -> None:
         """Stop every pool (workers are reaped by their supervisors)."""

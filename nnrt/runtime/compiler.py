@@ -147,12 +147,7 @@ async def compile_model(backend: Backend, model: Model, placed: PlacedConstants,
         for ref in refs:
             await backend.release(ref)
         if failures:
-            error = failures[0]
-            failures.clear()  # no cycle failures -> error -> traceback -> frame -> failures
-            try:
-                raise error
-            finally:
-                del error
+            _raise_first(failures)
         raise OpFailed("compile: a step was not prepared")  # pragma: no cover - cancelled
     return Compilation(refs, plan, _report(partitioning, refs, notes))
 
@@ -174,17 +169,36 @@ async def _supports(request: _Request, devices: Sequence[str]) -> list[DriverSup
     answers: dict[str, DriverSupport] = {}
     count = len(request.model.operations)
 
+    failures: list[BaseException] = []
+
     async def ask(device: str) -> None:
-        reply = await request.backend.support(device, wire, request.priority,
-                                              request.deadline, request.placed.pools)
-        info = request.infos.get(device)
-        performance = info.performance if info is not None else PerformanceInfo()
-        answers[device] = _parse_support(device, reply, count, performance)
+        try:
+            reply = await request.backend.support(device, wire, request.priority,
+                                                  request.deadline, request.placed.pools)
+            info = request.infos.get(device)
+            performance = info.performance if info is not None else PerformanceInfo()
+            answers[device] = _parse_support(device, reply, count, performance)
+        except Exception as exc:  # the first failure is raised as it is, not in a group
+            failures.append(exc)
+            tg.cancel_scope.cancel()
 
     async with anyio.create_task_group() as tg:
         for device in devices:
             tg.start_soon(ask, device)
+    if failures:
+        _raise_first(failures)
     return [answers[d] for d in devices]
+
+
+def _raise_first(failures: list[BaseException]) -> None:
+    """Raise the first of ``failures`` (and let go of the list: no reference cycle through
+    the traceback's frames)."""
+    error = failures[0]
+    failures.clear()
+    try:
+        raise error
+    finally:
+        del error
 
 
 def _parse_support(device: str, reply: dict[str, Any], count: int,

@@ -20,7 +20,14 @@ import anyio
 from anyio.abc import TaskGroup
 
 from nnrt.driver.base import MAX_CACHE_FILES, DriverInfo
-from nnrt.errors import DeadlineMissed, NnrtError, UnavailableDevice
+from nnrt.errors import (
+    BadData,
+    CacheError,
+    DeadlineMissed,
+    NnrtError,
+    ResourceExhausted,
+    UnavailableDevice,
+)
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.runtime.cache import StepCache
 from nnrt.runtime.connection import FramedSocket, RequestClient
@@ -28,12 +35,15 @@ from nnrt.runtime.process import WorkerProcess
 from nnrt.runtime.sharing import PoolSharing
 from nnrt.runtime.transfer import PoolSource
 
-__all__ = ["PreparedKey", "WorkerPool", "WorkerSlot"]
+__all__ = ["DEFAULT_MAX_QUEUE", "PreparedKey", "WorkerPool", "WorkerSlot"]
 
 log = logging.getLogger("nnrt.runtime")
 
 #: Failed starts in a row, on every slot, after which requests fail instead of waiting.
 MAX_START_FAILURES = 3
+
+#: Requests that may wait for a worker of one driver (beyond: ``ResourceExhausted``).
+DEFAULT_MAX_QUEUE = 10_000
 
 #: A compiled model as the pool knows it: (key, prepare request body, the pools holding its
 #: constants — mapped on a worker before the model is prepared there).
@@ -80,14 +90,19 @@ class WorkerSlot:
 
     async def supervise(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run workers for this slot until the pool closes, restarting them when they die."""
-        started = False
+        started: list[bool] = []  # set once task_status.started() ran: from then on, never raise
+
+        def on_started() -> None:
+            if not started:
+                started.append(True)
+                task_status.started()
+
         while not self.pool.closing:
             try:
-                await self._serve_one(task_status if not started else None)
-                started = True
+                await self._serve_one(on_started)
                 self.failures = 0
             except Exception as exc:
-                if not started:
+                if not started:  # the first worker could not start: the runtime says so
                     raise
                 self.failures += 1
                 log.warning("worker %s[%d] failed to start: %s", self.pool.driver, self.index,
@@ -98,7 +113,7 @@ class WorkerSlot:
                 self.restarts += 1
                 self.pool.restarts += 1
 
-    async def _serve_one(self, task_status: Any) -> None:
+    async def _serve_one(self, on_started: Callable[[], None]) -> None:
         process = await WorkerProcess.spawn(self.pool.driver)
         client = RequestClient(FramedSocket(process.sock))
         try:
@@ -111,8 +126,7 @@ class WorkerSlot:
                 self._handles.clear()
                 self.process, self.client = process, client
                 self.pool.wake()
-                if task_status is not None:
-                    task_status.started()
+                on_started()
         finally:
             self.client = None
             self.in_flight_lost()
@@ -168,33 +182,47 @@ class WorkerSlot:
     async def _prepare_cached(self, client: RequestClient, body: dict[str, Any],
                               cache: StepCache) -> dict[str, Any]:
         """Prepare with the compilation cache: a hit loads it, a miss (or a load the driver
-        rejects: counted and logged, never a compile failure) compiles and saves it."""
+        rejects: counted and logged, never a compile failure) compiles and saves it.
+
+        The entry's file lock is taken, and its files committed, in a worker thread: another
+        process compiling the same step must not freeze this event loop. A cache that cannot
+        be opened (busy past the lock timeout, unwritable) is skipped: a plain prepare."""
         pool = self.pool
         counts = pool.cache_files
-        with cache.open(counts, pool.info) as entry:
-            if entry.hit:
-                try:
-                    reply = await client.request("prepare", cache.body(body, entry, hit=True),
-                                                 entry.files.all)
-                except UnavailableDevice:
-                    raise
-                except NnrtError as exc:
-                    pool.cache_load_failures += 1
-                    log.warning("%s: the compilation cache for token %s… was rejected (%s); "
-                                "compiling again", pool.driver, cache.token.hex()[:12], exc)
-                    entry.discard()
-                else:
-                    entry.touch()
+        for attempt in ("load", "save"):
+            try:
+                entry = await anyio.to_thread.run_sync(cache.open, counts, pool.info)
+            except CacheError as exc:
+                log.warning("%s: compilation cache unavailable (%s); compiling without it",
+                            pool.driver, exc)
+                return await client.request("prepare", body)
+            try:
+                if entry.hit and attempt == "load":
+                    try:
+                        reply = await client.request(
+                            "prepare", cache.body(body, entry, hit=True), entry.files.all)
+                    except UnavailableDevice:
+                        raise
+                    except NnrtError as exc:
+                        pool.cache_load_failures += 1
+                        log.warning("%s: the compilation cache for token %s… was rejected "
+                                    "(%s); compiling again", pool.driver,
+                                    cache.token.hex()[:12], exc)
+                        await anyio.to_thread.run_sync(entry.discard)
+                        continue
+                    await anyio.to_thread.run_sync(entry.touch)
                     pool.cache_hits += 1
                     return reply
-        with cache.open(counts, pool.info) as entry:
-            if entry.hit:  # another process saved it meanwhile: still compile, do not clobber
-                return await client.request("prepare", body)
-            reply = await client.request("prepare", cache.body(body, entry, hit=False),
-                                         entry.files.all)
-            entry.commit()
-            pool.cache_misses += 1
-            return reply
+                if entry.hit:  # saved by another process meanwhile: compile, do not clobber
+                    return await client.request("prepare", body)
+                reply = await client.request("prepare", cache.body(body, entry, hit=False),
+                                             entry.files.all)
+                await anyio.to_thread.run_sync(entry.commit)
+                pool.cache_misses += 1
+                return reply
+            finally:
+                entry.close()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def request(self, verb: str, body: dict[str, Any]) -> dict[str, Any]:
         """A request to this slot's current worker."""
@@ -248,13 +276,23 @@ class _Waiter:
 
 
 class WorkerPool:
-    """The workers of one driver and the priority queue of requests waiting for them."""
+    """The workers of one driver and the priority queue of requests waiting for them.
+
+    At most ``max_queue`` requests wait at once; one more is refused at once with
+    ``ResourceExhausted`` (transient) rather than queued: memory stays bounded under a flood.
+    """
 
     def __init__(self, driver: str, workers: int, *, max_in_flight: int = 16,
-                 cancel_grace: float = 5.0) -> None:
+                 cancel_grace: float = 5.0, max_queue: int = DEFAULT_MAX_QUEUE) -> None:
         self.driver = driver
         self.slots = [WorkerSlot(self, i) for i in range(workers)]
         self.max_in_flight = max_in_flight
+        self._max_queue = 0
+        self.max_queue = max_queue
+        #: Requests waiting in :meth:`acquire` right now.
+        self.waiting = 0
+        #: Requests refused because the queue was full.
+        self.queue_full = 0
         #: Seconds a worker may take to stop a cancelled execution before it is killed.
         self.cancel_grace = cancel_grace
         self.closing = False
@@ -269,6 +307,17 @@ class WorkerPool:
         self._waiters: list[tuple[int, int, _Waiter]] = []
         self._seq = itertools.count()
         self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def max_queue(self) -> int:
+        """How many requests may wait for a worker at once (at least 1)."""
+        return self._max_queue
+
+    @max_queue.setter
+    def max_queue(self, value: int) -> None:
+        if value.__class__ is not int or value < 1:
+            raise BadData(f"max_queue must be an int of at least 1, got {value!r:.40}")
+        self._max_queue = value
 
     @property
     def info(self) -> DriverInfo | None:
@@ -355,12 +404,15 @@ class WorkerPool:
         return best
 
     def home(self) -> WorkerSlot:
-        """The worker holding this driver's device buffers: the first one running (a memory
-        domain is one device, so requests naming several buffers find them together)."""
-        for slot in self.slots:
-            if slot.alive:
-                return slot
-        raise UnavailableDevice(f"no {self.driver} worker is running")
+        """The worker holding this driver's device buffers: always the first slot (a memory
+        domain is one device, so requests naming several buffers find them together — even
+        after a restart, which loses the buffers it held). While it restarts, allocating is
+        ``UnavailableDevice`` (transient)."""
+        slot = self.slots[0]
+        if not slot.alive:
+            raise UnavailableDevice(f"the {self.driver} worker that holds device memories is "
+                                    "restarting; retry")
+        return slot
 
     def try_acquire(self) -> WorkerSlot | None:
         """A slot with capacity right now (nobody waiting before us), or None."""
@@ -378,8 +430,17 @@ class WorkerPool:
         slot = self.try_acquire()
         if slot is not None:
             return slot
+        if self.waiting >= self._max_queue:
+            self.queue_full += 1
+            raise ResourceExhausted(
+                f"{self.driver}: {self.waiting} requests already wait for a worker (max_queue="
+                f"{self._max_queue}); transient: retry later, or send fewer at once")
+        if len(self._waiters) > 2 * self.waiting + 64:  # drop cancelled entries: bounded heap
+            self._waiters = [entry for entry in self._waiters if not entry[2].cancelled]
+            heapq.heapify(self._waiters)
         waiter = _Waiter()
         heapq.heappush(self._waiters, (-priority, next(self._seq), waiter))
+        self.waiting += 1
         try:
             if deadline is None:
                 await waiter.event.wait()
@@ -390,6 +451,7 @@ class WorkerPool:
             raise DeadlineMissed(f"no {self.driver} worker became free before the deadline"
                                  ) from None
         finally:
+            self.waiting -= 1
             if waiter.slot is None:
                 waiter.cancelled = True
         if waiter.slot is None:  # woken without a slot: the pool broke

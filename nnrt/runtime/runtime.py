@@ -36,6 +36,7 @@ from nnrt.runtime.device import BufferRole, DeviceMemory, check_allocation
 from nnrt.runtime.memories import MemoryManager
 from nnrt.runtime.placement import PlacementReport
 from nnrt.runtime.plan import Plan
+from nnrt.runtime.pool import DEFAULT_MAX_QUEUE
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.stepper import run_plan
 from nnrt.runtime.transfer import INLINE_LIMIT, PoolSource, Transfer
@@ -115,7 +116,9 @@ class Runtime:
     service instead. ``max_in_flight`` bounds the requests sent to one worker (backpressure);
     a worker that has not stopped a cancelled or timed-out execution ``cancel_grace`` seconds
     later (one operation running on and on) is killed and restarted. Plain ndarrays larger than
-    64 KiB travel through a shared arena of at most ``arena_limit`` bytes (0: never).
+    64 KiB travel through a shared arena of at most ``arena_limit`` bytes (0: never). At most
+    ``max_queue`` requests wait per driver; one more fails at once with ``ResourceExhausted``
+    (transient; in shared mode the service's bound applies).
 
     ``rt.memory`` creates shared memories (:class:`nnrt.Memory`) closed with the runtime.
     """
@@ -123,7 +126,8 @@ class Runtime:
     def __init__(self, *, drivers: Sequence[str] = ("reference",),
                  workers: int | Mapping[str, int] | None = None, connect: str | None = None,
                  max_in_flight: int = 16, cancel_grace: float = 5.0,
-                 arena_limit: int = DEFAULT_ARENA_LIMIT) -> None:
+                 arena_limit: int = DEFAULT_ARENA_LIMIT,
+                 max_queue: int = DEFAULT_MAX_QUEUE) -> None:
         if not drivers or isinstance(drivers, str):
             raise BadData("Runtime needs a list of driver names")
         self._drivers = list(dict.fromkeys(drivers))
@@ -141,6 +145,9 @@ class Runtime:
                 raise BadData(f"workers for driver {name!r} must be at least 1, got {n}")
         if max_in_flight < 1:
             raise BadData(f"max_in_flight must be at least 1, got {max_in_flight}")
+        if max_queue.__class__ is not int or max_queue < 1:
+            raise BadData(f"max_queue must be an int of at least 1, got {max_queue!r:.40}")
+        self._max_queue = max_queue
         if not (isinstance(cancel_grace, int | float) and cancel_grace > 0):
             raise BadData(f"cancel_grace must be a positive number of seconds, got "
                           f"{cancel_grace!r}")
@@ -182,6 +189,8 @@ class Runtime:
             load_driver(name).cache_files_needed()
         embedded = EmbeddedBackend(self._drivers, self._workers, self._max_in_flight,
                                    self._cancel_grace)
+        for pool in embedded.pools.values():
+            pool.max_queue = self._max_queue
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         try:

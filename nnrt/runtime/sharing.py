@@ -8,9 +8,11 @@ everything is forgotten and shared again on demand.
 
 from __future__ import annotations
 
+import contextlib
+
 import anyio
 
-from nnrt.errors import BadState
+from nnrt.errors import BadState, NnrtError
 from nnrt.runtime.connection import RequestClient
 from nnrt.runtime.transfer import PoolSource, map_request
 
@@ -46,7 +48,10 @@ class PoolSharing:
         self._sharing[pool_id] = event
         try:
             body, fds = map_request(pool)
-            await client.request("map", body, fds)
+            # shielded: a caller cancelled while the map is in flight must still learn that
+            # the peer mapped the pool (else the next request maps it twice and is refused)
+            with anyio.CancelScope(shield=True):
+                await client.request("map", body, fds)
             if client.lost is None:
                 self._shared.add(pool_id)
         finally:
@@ -58,7 +63,10 @@ class PoolSharing:
         if pool_id in self._shared:
             self._shared.discard(pool_id)
             if client is not None and client.lost is None:
-                client.notify("unmap", {"pool": pool_id})
+                # a peer that just died has nothing left to unmap: closing a memory never
+                # fails because of it
+                with contextlib.suppress(NnrtError, OSError):
+                    client.notify("unmap", {"pool": pool_id})
 
     def reset(self) -> None:
         """Forget everything (the connection is gone); wake whoever waits."""

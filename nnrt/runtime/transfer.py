@@ -114,6 +114,7 @@ class Transfer:
         if isinstance(handle, int):  # shared mode: the service's token; it routes the request
             self.device_handle = handle
             return ["device", handle]
+        handle.require_live()  # a buffer lost with its worker: UnavailableDevice, whatever else
         previous = self.device_handle
         if previous is not None and handle.slot is not previous.slot:
             raise BadData("device memories held by different workers cannot meet in one "
