@@ -39,14 +39,12 @@ def compile_ahead(model: Model, drivers: Sequence[Driver], *,
     """
     if not drivers:
         raise BadData("compile_ahead: give at least one driver")
+    plugins: dict[str, PluginDriver] = {}
+    supports = []
     for driver in drivers:
         if not isinstance(driver, PluginDriver):
             raise BadData(f"driver {driver.info().name} is not a compiler plugin: only plugin "
                           "drivers compile ahead of time")
-    plugins: dict[str, PluginDriver] = {}
-    supports = []
-    for driver in drivers:
-        assert isinstance(driver, PluginDriver)
         info = driver.info()
         if info.name in plugins:
             raise BadData(f"compile_ahead: driver {info.name} given twice")

@@ -146,7 +146,8 @@ def _start_client(k: int, embedded: bool, config: StressConfig, service: Service
     if embedded:
         argv += ["--workers", str(config.workers)]
     else:
-        assert service is not None  # _modes: some client is shared
+        if service is None:  # _modes starts a service whenever a client is shared
+            raise RuntimeError("stress: a shared client without a service")
         argv += ["--connect", service.path]
     with open(log, "wb") as f:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
