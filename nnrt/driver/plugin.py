@@ -390,6 +390,12 @@ class PluginPreparedModel(PreparedModel):
         self._loaded = True
 
     def _execute(self, inputs: list[Array], control: ExecutionControl) -> Sequence[Array]:
+        return self._run(self._executable, inputs, control)
+
+    def _run(self, executable: Any, inputs: list[Array], control: ExecutionControl
+             ) -> list[Array]:
+        """Invoke ``executable``: outputs computed into the caller's destinations when they
+        fit exactly, else into fresh arrays; inputs made C-contiguous."""
         destinations = control.outputs
         outputs = []
         for j, (shape, dtype) in enumerate(self._shapes):
@@ -398,7 +404,7 @@ class PluginPreparedModel(PreparedModel):
                 target = np.empty(shape, dtype)
             outputs.append(target)
         arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in inputs]
-        self._dispatch.invoke(self._executable, arrays, outputs)
+        self._dispatch.invoke(executable, arrays, outputs)
         return outputs
 
     def _release(self) -> None:

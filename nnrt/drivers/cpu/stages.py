@@ -116,19 +116,6 @@ class CpuPreparedModel(PluginPreparedModel):
         finally:
             self._finished_with(executable)
 
-    def _run(self, executable: Any, inputs: list[Array], control: ExecutionControl
-             ) -> list[Array]:
-        destinations = control.outputs
-        outputs = []
-        for j, (shape, dtype) in enumerate(self._shapes):
-            target = destinations[j] if destinations is not None else None
-            if target is None or target.shape != shape or target.dtype != dtype:
-                target = np.empty(shape, dtype)
-            outputs.append(target)
-        arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in inputs]
-        self._dispatch.invoke(executable, arrays, outputs)
-        return outputs
-
     def _finished_with(self, executable: Any) -> None:
         with self._lock:
             left = self._in_flight[id(executable)] - 1
