@@ -7,12 +7,13 @@ and reads them with ``FrameReader``: no runtime code, so the tests see the wire 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -193,3 +194,41 @@ class Worker:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def running_service(path: str, workers: int = 2, extra: Sequence[str] = (),
+                    env: Mapping[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """``nnrt serve --socket path`` in a real process; stopped by SIGTERM (must exit 0)."""
+    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
+                             "--workers", str(workers), *extra], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=None if env is None else dict(env))
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
+            time.sleep(0.05)
+        _wait_ready(path)
+        yield proc
+    finally:
+        proc.send_signal(subprocess.signal.SIGTERM)  # type: ignore[attr-defined]
+        try:
+            code = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            proc.stderr.close()  # type: ignore[union-attr]
+        assert code == 0
+
+
+def _wait_ready(path: str) -> None:
+    for _ in range(200):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(path)
+                return
+            except OSError:
+                time.sleep(0.05)

@@ -16,6 +16,7 @@ import anyio
 import numpy as np
 import pytest
 from models import add_model
+from service_client import running_service
 
 import nnrt
 
@@ -143,14 +144,7 @@ def _maps_of(pid: int, client: int) -> list[str]:
 def test_a_client_dying_with_pools_and_device_buffers_live_is_cleaned_up(tmp_path: Path
                                                                          ) -> None:
     path = str(tmp_path / "nnrt.sock")
-    service = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
-                                "--workers", "1"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(path):
-            assert service.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+    with running_service(path, workers=1) as service:
         time.sleep(0.5)
         workers = _children(service.pid)
         before = {pid: _fds(pid) for pid in {service.pid, *workers}}
@@ -186,7 +180,3 @@ def test_a_client_dying_with_pools_and_device_buffers_live_is_cleaned_up(tmp_pat
                     print(y.tolist())
             anyio.run(main)""")], capture_output=True, text=True, timeout=60, check=False)
         assert check.returncode == 0 and "[[2.0, 3.0, 4.0, 5.0]]" in check.stdout, check.stderr
-    finally:
-        service.send_signal(signal.SIGTERM)
-        assert service.wait(15) == 0
-        service.stderr.close()  # type: ignore[union-attr]

@@ -4,8 +4,6 @@ a worker dying mid-plan, strict device control — real worker processes through
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ import numpy as np
 import pytest
 from models import slow_input
 from plugin_drivers import ACME, VENDOR
+from service_client import running_service
 
 import nnrt
 from nnrt.model.builder import ModelBuilder
@@ -213,14 +212,7 @@ async def test_a_model_runs_across_acme_cpu_and_reference() -> None:
 async def test_shared_mode_partitions_over_the_service_pools(tmp_path: Path) -> None:
     path = str(tmp_path / "nnrt.sock")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([VENDOR, *sys.path])}
-    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
-                             "--driver", ACME, "--workers", "1"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        with anyio.fail_after(30):
-            while not os.path.exists(path):
-                assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
-                await anyio.sleep(0.05)
+    with running_service(path, workers=1, extra=["--driver", ACME], env=env):
         model = mixed_model()
         async with nnrt.Runtime(connect=path) as rt:
             compiled = await rt.compile(model)
@@ -229,7 +221,3 @@ async def test_shared_mode_partitions_over_the_service_pools(tmp_path: Path) -> 
             (out,) = await compiled.execute([X, Y])
             np.testing.assert_array_equal(out, nnrt.reference.run(model, [X, Y])[0])
             await compiled.release()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
-        proc.stderr.close()  # type: ignore[union-attr]

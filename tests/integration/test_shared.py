@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import stat
@@ -17,6 +16,7 @@ import anyio
 import numpy as np
 import pytest
 from models import add_model
+from service_client import running_service
 
 import nnrt
 from nnrt.ipc.framing import FrameReader, encode_frame, send_frame
@@ -53,48 +53,11 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@contextlib.contextmanager
-def running_service(path: str, workers: int = 2) -> Iterator[subprocess.Popen[bytes]]:
-    """``nnrt serve --socket path`` in a real process; stopped by SIGTERM (must exit 0)."""
-    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
-                             "--workers", str(workers)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(path):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-            time.sleep(0.05)
-        _wait_ready(path)
-        yield proc
-    finally:
-        proc.send_signal(subprocess.signal.SIGTERM)  # type: ignore[attr-defined]
-        try:
-            code = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-        finally:
-            proc.stderr.close()  # type: ignore[union-attr]
-        assert code == 0
-
-
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[str]:
     path = str(tmp_path / "nnrt.sock")
     with running_service(path):
         yield path
-
-
-def _wait_ready(path: str) -> None:
-    for _ in range(200):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            try:
-                s.connect(path)
-                return
-            except OSError:
-                time.sleep(0.05)
 
 
 def test_socket_is_private(service: str) -> None:
