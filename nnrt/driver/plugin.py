@@ -244,15 +244,8 @@ class PluginDriver(Driver):
         if cached is not None and cached[0]() is model:
             return cached[1]
         where = f"driver {self.plugin.name}"
-        try:
-            raw = self.plugin.partition(model, self.soc_model)
-        except NnrtError:
-            raise
-        except Exception as exc:
-            raise OpFailed(f"{where}: partition failed: {exc!r}") from exc
-        if not isinstance(raw, PartitionResult):
-            raise OpFailed(f"{where}: partition() returned {type(raw).__name__}, expected a "
-                           "PartitionResult")
+        raw: PartitionResult = self._call_hook(PartitionResult, "partition",
+                                               self.plugin.partition, model, self.soc_model)
         result = raw.check(len(model.operations), where)
         selected = dict(result.selected)
         rejected = dict(result.rejected)
@@ -275,16 +268,10 @@ class PluginDriver(Driver):
         if os.environ.get(FORBID_COMPILE) == "1":
             raise OpFailed(f"{where}: compile step refused: {FORBID_COMPILE}=1 (only "
                            "ahead-of-time bytecode may run)")
-        try:
-            result = self.plugin.compile(list(partitions), self.soc_model)
-        except NnrtError:
-            raise
-        except Exception as exc:
-            raise OpFailed(f"{where}: compile failed: {exc!r}") from exc
+        result: CompiledResult = self._call_hook(CompiledResult, "compile",
+                                                 self.plugin.compile, list(partitions),
+                                                 self.soc_model)
         self.compile_count += 1
-        if not isinstance(result, CompiledResult):
-            raise OpFailed(f"{where}: compile() returned {type(result).__name__}, expected a "
-                           "CompiledResult")
         return result.check(len(partitions), where)
 
     # -- hooks -----------------------------------------------------------------------------------

@@ -119,24 +119,30 @@ def busy_expected(model: nnrt.Model, k: float) -> np.ndarray:
 # -- the runtime's queue -----------------------------------------------------------------------
 
 
+async def flood(compiled: nnrt.CompiledModel, count: int
+                ) -> tuple[dict[int, Any], list[ResourceExhausted]]:
+    """``count`` concurrent executions: each one's output, or the ResourceExhausted it got."""
+    outcomes: dict[int, Any] = {}
+
+    async def one(k: int) -> None:
+        try:
+            (outcomes[k],) = await compiled.execute([np.full((1, 1, 1), k, np.float32)])
+        except ResourceExhausted as exc:
+            outcomes[k] = exc
+
+    async with anyio.create_task_group() as tg:
+        for k in range(count):
+            tg.start_soon(one, k)
+    return outcomes, [e for e in outcomes.values() if isinstance(e, ResourceExhausted)]
+
+
 async def test_the_queue_is_bounded_and_refusals_are_transient() -> None:
     model = busy_model(256, 6)
     async with nnrt.Runtime(workers=1, max_in_flight=1) as rt:
         pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
         pool.max_queue = 3
         compiled = await rt.compile(model)
-        outcomes: dict[int, Any] = {}
-
-        async def one(k: int) -> None:
-            try:
-                (outcomes[k],) = await compiled.execute([np.full((1, 1, 1), k, np.float32)])
-            except ResourceExhausted as exc:
-                outcomes[k] = exc
-
-        async with anyio.create_task_group() as tg:
-            for k in range(24):
-                tg.start_soon(one, k)
-        refused = [e for e in outcomes.values() if isinstance(e, ResourceExhausted)]
+        outcomes, refused = await flood(compiled, 24)
         assert refused and len(refused) == pool.queue_full
         assert len(outcomes) - len(refused) >= 4  # one running, three waiting
         for exc in refused:
@@ -245,18 +251,7 @@ async def test_requests_in_flight_per_client_are_limited(tight: Service) -> None
     model = busy_model(256, 6)
     async with nnrt.Runtime(connect=tight.path) as rt:
         compiled = await rt.compile(model)
-        outcomes: dict[int, Any] = {}
-
-        async def one(k: int) -> None:
-            try:
-                (outcomes[k],) = await compiled.execute([np.full((1, 1, 1), k, np.float32)])
-            except ResourceExhausted as exc:
-                outcomes[k] = exc
-
-        async with anyio.create_task_group() as tg:
-            for k in range(40):
-                tg.start_soon(one, k)
-        refused = [e for e in outcomes.values() if isinstance(e, ResourceExhausted)]
+        outcomes, refused = await flood(compiled, 40)
         assert refused and len(outcomes) - len(refused) >= 8
         for exc in refused:
             assert exc.transient and "max_in_flight" in str(exc) and "8 requests" in str(exc)
