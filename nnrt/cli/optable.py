@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nnrt.model.operation import operation_name
 from nnrt.model.types import OperationType
 from nnrt.ops.registry import definitions
 
@@ -36,12 +37,12 @@ def render_markdown() -> str:
     for op in OperationType:
         d = defs.get(op)
         if d is None:
-            rows.append(f"| {int(op)} | {op.name} | | | | not implemented: reported "
+            rows.append(f"| {int(op)} | {operation_name(op)} | | | | not implemented: reported "
                         "`Unsupported` |")
             continue
         kernels = ", ".join(_SHORT.get(t.name, t.name) for t in sorted(d.kernel_types))
         selector = d.inputs[d.type_input] if d.type_input < len(d.inputs) else str(d.type_input)
-        rows.append(f"| {int(op)} | {op.name} | {', '.join(d.inputs)} | {kernels} | "
+        rows.append(f"| {int(op)} | {operation_name(op)} | {', '.join(d.inputs)} | {kernels} | "
                     f"{selector} | reference kernel |")
     implemented = sum(1 for op in OperationType if op in defs)
     footer = (f"\n{implemented} of {len(OperationType)} operations have reference kernels. "
@@ -60,6 +61,6 @@ def render_text() -> str:
         kernels = ", ".join(_SHORT.get(t.name, t.name) for t in sorted(d.kernel_types)
                             ) if d else "-"
         status = "reference kernel" if d else "not implemented"
-        lines.append(f"{int(op):>3}  {op.name:<30} {status:<16} {kernels}")
+        lines.append(f"{int(op):>6}  {operation_name(op):<30} {status:<16} {kernels}")
     lines.append(f"{len(defs)} of {len(OperationType)} operations have reference kernels")
     return "\n".join(lines) + "\n"

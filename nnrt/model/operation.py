@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nnrt.model.types import OperationType
+from nnrt.model.types import EXTENSION_PREFIX_SHIFT, NNRT_EXTENSION, OperationType
 
 __all__ = ["Operation", "operation_name"]
 
@@ -19,8 +19,15 @@ class Operation:
 
 
 def operation_name(op_type: int) -> str:
-    """The NNAPI name of an operation code, or ``"<code>"`` for a code nnrt does not know."""
+    """The name of an operation code: NNAPI's (``ADD``), an extension's qualified name
+    (``com.nnrt.ERF``), or ``"<code>"`` for a code nnrt does not know."""
     try:
-        return OperationType(op_type).name
+        op = OperationType(op_type)
     except ValueError:
         return f"<{op_type}>"
+    if not op.is_extension:
+        return op.name
+    extension, prefix = NNRT_EXTENSION
+    if int(op) >> EXTENSION_PREFIX_SHIFT != prefix:  # pragma: no cover - one extension today
+        return op.name
+    return f"{extension}.{op.name.removeprefix('NNRT_')}"

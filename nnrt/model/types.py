@@ -10,6 +10,9 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = [
+    "EXTENSION_PREFIX_SHIFT",
+    "NNAPI_OPERATIONS",
+    "NNRT_EXTENSION",
     "ExecutionPreference",
     "FusedActivation",
     "OperandLifetime",
@@ -42,7 +45,16 @@ class OperandType(IntEnum):
 
 
 class OperationType(IntEnum):
-    """Operation types (NNAPI ``OperationCode``), all 106 of them."""
+    """Operation types: NNAPI's ``OperationCode`` (all 106) and nnrt's extension operations.
+
+    Extension operations follow NNAPI's extension mechanism: an operation type is
+    ``prefix << 16 | code`` where ``prefix`` names an extension. nnrt's own extension,
+    ``com.nnrt`` (:data:`NNRT_EXTENSION`), holds operations that ONNX models need and NNAPI
+    lacks; its prefix is fixed at 1. Only the reference driver implements them, so every other
+    driver reports them unsupported and the partitioner falls back. Their qualified names
+    (``com.nnrt.ERF``) come from :func:`nnrt.model.operation.operation_name`; ``.name`` is the
+    Python identifier (``NNRT_ERF``).
+    """
 
     ADD = 0
     AVERAGE_POOL_2D = 1
@@ -150,6 +162,27 @@ class OperationType(IntEnum):
     PACK = 103
     MIRROR_PAD = 104
     REVERSE = 105
+
+    # -- extension "com.nnrt" (prefix 1) --------------------------------------------------------
+    NNRT_ERF = 0x1_0000
+    NNRT_LAYER_NORMALIZATION = 0x1_0001
+    NNRT_GATHER_ND = 0x1_0002
+
+    @property
+    def is_extension(self) -> bool:
+        """Whether this is an extension operation (not one of NNAPI's own)."""
+        return int(self) >> EXTENSION_PREFIX_SHIFT != 0
+
+
+#: An extension operation's type is ``prefix << EXTENSION_PREFIX_SHIFT | code`` (as in NNAPI).
+EXTENSION_PREFIX_SHIFT = 16
+
+#: nnrt's own extension: its name and its (fixed) prefix.
+NNRT_EXTENSION = ("com.nnrt", 1)
+
+#: The 106 operations NNAPI itself defines, in code order.
+NNAPI_OPERATIONS: tuple[OperationType, ...] = tuple(
+    op for op in OperationType if not op.is_extension)
 
 
 class OperandLifetime(IntEnum):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from nnrt.errors import BadData
 from nnrt.model.operand import Operand, is_scalar
+from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandLifetime, OperandType
 
 if TYPE_CHECKING:
@@ -116,9 +117,9 @@ def check_graph(model: Model) -> tuple[int, ...]:
             operand = operands[index]
             if (operand.lifetime == OperandLifetime.TEMPORARY_VARIABLE
                     and index not in writers):
-                raise BadData(f"operation {op_index} ({op.type.name}), input {slot}: operand "
-                              f"{index} is never written (no operation produces it and it is "
-                              "neither a model input nor a constant)")
+                raise BadData(f"operation {op_index} ({operation_name(op.type)}), input "
+                              f"{slot}: operand {index} is never written (no operation "
+                              "produces it and it is neither a model input nor a constant)")
     return _run_order(model)
 
 
@@ -126,7 +127,7 @@ def _writers(model: Model) -> dict[int, int]:
     operands = model.operands
     writers: dict[int, int] = {}
     for op_index, op in enumerate(model.operations):
-        where = f"operation {op_index} ({op.type.name})"
+        where = f"operation {op_index} ({operation_name(op.type)})"
         if len(set(op.outputs)) != len(op.outputs):
             raise BadData(f"{where}: the same operand appears twice among its outputs")
         for slot, index in enumerate(op.outputs):
@@ -167,6 +168,6 @@ def _run_order(model: Model) -> tuple[int, ...]:
                 ready.append(consumer)
     if len(order) != len(operations):
         stuck = sorted(set(range(len(operations))) - set(order))
-        names = ", ".join(f"{i} ({operations[i].type.name})" for i in stuck)
+        names = ", ".join(f"{i} ({operation_name(operations[i].type)})" for i in stuck)
         raise BadData(f"the graph has a cycle: operations {names} depend on each other")
     return tuple(order)

@@ -19,7 +19,7 @@ import numpy as np
 
 from nnrt.errors import BadData
 from nnrt.model.operand import QUANT_TYPES, Operand, dtype_of, is_scalar
-from nnrt.model.operation import Operation
+from nnrt.model.operation import Operation, operation_name
 from nnrt.model.types import FusedActivation, OperandType
 from nnrt.ops.registry import OperationDef, Shape
 
@@ -80,7 +80,7 @@ class OperationContext:
 
     def where(self, *, input: int | None = None, output: int | None = None) -> str:
         """``"operation 3 (CONV_2D), input 1 (filter)"``: the location for an error message."""
-        text = f"operation {self.index} ({self.operation.type.name})"
+        text = f"operation {self.index} ({operation_name(self.operation.type)})"
         if input is not None:
             name = (self.definition.input_name(input, self.n_inputs) if self.definition
                     else None)

@@ -6,6 +6,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from nnrt.errors import Unsupported
+from nnrt.model.operation import operation_name
 from nnrt.ops.context import OperationContext
 from nnrt.ops.registry import lookup
 
@@ -20,7 +21,7 @@ def unsupported_reason(model: Model, op_index: int) -> str | None:
     op = model.operations[op_index]
     definition = lookup(op.type)
     if definition is None:
-        return f"{op.type.name} has no reference kernel yet"
+        return f"{operation_name(op.type)} has no reference kernel yet"
     ctx = OperationContext(model.operands, op, op_index, definition, relaxed=model.relaxed,
                            constant=model.constant_value)
     slot = definition.type_input
@@ -28,7 +29,7 @@ def unsupported_reason(model: Model, op_index: int) -> str | None:
         t = ctx.input_type(slot)
         if t not in definition.kernel_types:
             implemented = ", ".join(sorted(x.name for x in definition.kernel_types)) or "none"
-            return (f"the {t.name} variant of {op.type.name} is not implemented yet "
+            return (f"the {t.name} variant of {operation_name(op.type)} is not implemented yet "
                     f"(implemented: {implemented})")
     if definition.supports is not None:
         return definition.supports(ctx)
@@ -50,7 +51,7 @@ def check_supported(model: Model) -> None:
         reason = unsupported_reason(model, op_index)
         if reason is not None:
             op = model.operations[op_index]
-            problems.append(f"operation {op_index} ({op.type.name}): {reason}")
+            problems.append(f"operation {op_index} ({operation_name(op.type)}): {reason}")
     if problems:
         raise Unsupported("unsupported operations: " + "; ".join(problems))
     if model.finished:

@@ -25,6 +25,7 @@ from nnrt.errors import NnrtError, OpFailed, Unsupported
 from nnrt.memory import Memory
 from nnrt.model.aot import DispatchRecord
 from nnrt.model.model import Model
+from nnrt.model.operation import operation_name
 from nnrt.model.wire import model_to_wire
 from nnrt.runtime.backend import CompiledRef
 from nnrt.runtime.cache import StepCache, step_token
@@ -101,7 +102,8 @@ async def compile_model(backend: Backend, model: Model, placed: PlacedConstants,
         ref = await _prepare_whole(request, FALLBACK_DRIVER)
         ops = tuple(model.run_order)
         report = PlacementReport(
-            tuple(OperationReport(i, model.operations[i].type.name, FALLBACK_DRIVER, 0, {})
+            tuple(OperationReport(i, operation_name(model.operations[i].type),
+                                  FALLBACK_DRIVER, 0, {})
                   for i in range(len(model.operations))),
             (StepReport(0, FALLBACK_DRIVER, ops, ref.source),))
         return Compilation([ref], None, report)

@@ -21,6 +21,7 @@ from nnrt.driver.base import OperationSupport
 from nnrt.driver.info import PerformanceInfo
 from nnrt.errors import BadData, BadState, Unsupported
 from nnrt.model.model import Model
+from nnrt.model.operation import operation_name
 from nnrt.model.types import ExecutionPreference
 from nnrt.runtime.grouping import Kind, merge_groups, seed_groups, successors
 
@@ -112,7 +113,7 @@ def partition_model(model: Model, supports: Sequence[DriverSupport],
             part_of[op] = index
         partitions.append(Partition(drivers[ops[0]],
                                     tuple(sorted(ops, key=position.__getitem__))))
-    placement = tuple(OpPlacement(i, op.type.name, drivers[i], part_of[i], rejected[i])
+    placement = tuple(OpPlacement(i, operation_name(op.type), drivers[i], part_of[i], rejected[i])
                       for i, op in enumerate(model.operations))
     return Partitioning(tuple(partitions), placement)
 
@@ -171,7 +172,8 @@ def _assign(model: Model, supports: Sequence[DriverSupport], preference: Executi
         if best is None:
             if fallback is None:
                 text = "; ".join(f"{s.driver}: {_reason(s, i)}" for s in supports)
-                missing.append(f"operation {i} ({op.type.name}): {text or 'no drivers given'}")
+                missing.append(f"operation {i} ({operation_name(op.type)}): "
+                               f"{text or 'no drivers given'}")
                 continue
             for support in supports:
                 if support.driver != fallback:

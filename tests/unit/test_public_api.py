@@ -6,6 +6,8 @@ import inspect
 
 import nnrt
 from nnrt import OperandType, OperationType
+from nnrt.model.operation import operation_name
+from nnrt.model.types import NNAPI_OPERATIONS
 
 
 def test_facade_exports_match_all() -> None:
@@ -37,8 +39,13 @@ def test_operand_type_codes() -> None:
 
 
 def test_operation_type_codes() -> None:
-    assert len(OperationType) == 106
-    assert [int(t) for t in OperationType] == list(range(106))
+    assert len(NNAPI_OPERATIONS) == 106
+    assert [int(t) for t in NNAPI_OPERATIONS] == list(range(106))
+    extensions = [t for t in OperationType if t.is_extension]
+    assert extensions and all(int(t) >> 16 == 1 for t in extensions)
+    assert operation_name(OperationType.NNRT_ERF) == "com.nnrt.ERF"
+    assert operation_name(OperationType.ADD) == "ADD"
+    assert operation_name(0x2_0000) == "<131072>"
     spot = {"ADD": 0, "CONV_2D": 3, "SOFTMAX": 25, "TRANSPOSE": 37, "CAST": 45, "GATHER": 51,
             "QUANTIZE": 72, "TOPK_V2": 90, "TRANSPOSE_CONV_2D": 91,
             "RESIZE_NEAREST_NEIGHBOR": 94, "IF": 96, "WHILE": 97, "ELU": 98, "HARD_SWISH": 99,
