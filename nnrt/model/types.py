@@ -50,8 +50,9 @@ class OperationType(IntEnum):
     Extension operations follow NNAPI's extension mechanism: an operation type is
     ``prefix << 16 | code`` where ``prefix`` names an extension. nnrt's own extension,
     ``com.nnrt`` (:data:`NNRT_EXTENSION`), holds operations that ONNX models need and NNAPI
-    lacks; its prefix is fixed at 1. Only the reference driver implements them, so every other
-    driver reports them unsupported and the partitioner falls back. Their qualified names
+    lacks; its prefix is fixed at 1. The reference driver implements them and the cpu driver
+    accelerates ERF and LAYER_NORMALIZATION; other drivers report them unsupported and the
+    partitioner falls back. Their qualified names
     (``com.nnrt.ERF``) come from :func:`nnrt.model.operation.operation_name`; ``.name`` is the
     Python identifier (``NNRT_ERF``).
     """

@@ -31,6 +31,8 @@ def build(variant: CaseVariant) -> tuple[Model, list[Any]]:
         op_inputs.append(index)
         if arg.omitted:
             model.set_operand_value(index, None)
+        elif arg.type == T.SUBGRAPH:
+            model.set_operand_value_from_model(index, arg.value)
         elif arg.role in ("const",) or (arg.role == "auto" and arg.scalar):
             model.set_operand_value(index, arg.value)
         else:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.drivers.cpu.kernels import BASIC_KERNELS, activate
+from nnrt.drivers.cpu.kernels_ext import EXT_KERNELS
 
 __all__ = ["KERNELS", "pack_conv"]
 
@@ -130,4 +131,5 @@ KERNELS: dict[str, Callable[..., Any]] = {
     **BASIC_KERNELS,
     "conv": conv, "depthwise": depthwise, "max_pool": max_pool, "avg_pool": avg_pool,
     "pack_conv": pack_conv,
+    **EXT_KERNELS,
 }

@@ -207,9 +207,10 @@ LOWERINGS: dict[OperationType, Lowering] = {
 
 def lower(model: Model, folded: Mapping[int, Array], skip: tuple[int, ...]) -> Graph:
     """The graph of ``model``'s operations, except the folded ones (``skip``)."""
+    from nnrt.drivers.cpu.lowering_ext import EXT_LOWERINGS  # noqa: PLC0415 - mutual import
     from nnrt.drivers.cpu.lowering_nn import NN_LOWERINGS  # noqa: PLC0415 - mutual import
 
-    table = {**LOWERINGS, **NN_LOWERINGS}
+    table = {**LOWERINGS, **NN_LOWERINGS, **EXT_LOWERINGS}
     lw = Lowerer(model, folded)
     skipped = set(skip)
     for index in model.run_order:

@@ -10,9 +10,11 @@ supported", "input 3 (stride_width) is not a constant", "dilated CONV_2D not sup
 from __future__ import annotations
 
 from nnrt.drivers.cpu.lowering import LOWERINGS, static_context
+from nnrt.drivers.cpu.lowering_ext import EXT_LOWERINGS
 from nnrt.drivers.cpu.lowering_nn import NN_LOWERINGS, conv_geometry
 from nnrt.errors import NnrtError
 from nnrt.model.model import Model
+from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops.context import Unknown
 
@@ -22,7 +24,7 @@ T = OperandType
 Op = OperationType
 
 #: Operation types the compiler can lower.
-ACCELERATED = frozenset(LOWERINGS) | frozenset(NN_LOWERINGS)
+ACCELERATED = frozenset(LOWERINGS) | frozenset(NN_LOWERINGS) | frozenset(EXT_LOWERINGS)
 _PARAMETER_TYPES = (T.INT32, T.UINT32, T.FLOAT32, T.BOOL, T.TENSOR_INT32)
 
 
@@ -30,7 +32,7 @@ def unsupported_reason(model: Model, index: int) -> str | None:
     """Why the cpu plugin does not select operation ``index`` of ``model`` (None: it does)."""
     op = model.operations[index]
     if op.type not in ACCELERATED:
-        return f"operation type {op.type.name} not accelerated"
+        return f"operation type {operation_name(op.type)} not accelerated"
     operands = model.operands
     inferred = model.inferred_dims
     ctx = static_context(model, index)

@@ -6,8 +6,10 @@ from nnrt.testing.cases import (
     activation,
     binary,
     comparison,
+    control,
     conv,
     conversion,
+    extension,
     gather,
     matmul,
     nnapi_conv,
@@ -19,6 +21,7 @@ from nnrt.testing.cases import (
     reduce,
     reshape,
     resize,
+    sequence_lstm,
     slicing,
     softmax,
     space,
@@ -30,9 +33,10 @@ from nnrt.testing.spec import OpCase
 
 __all__ = ["all_cases"]
 
-_FAMILIES = (activation, binary, comparison, conv, conversion, gather, matmul, nnapi_conv,
-             nnapi_data, nnapi_elementwise, normalization, pad, pooling, reduce, reshape, resize,
-             slicing, softmax, space, tensor, transpose_conv, unary)
+_FAMILIES = (activation, binary, comparison, control, conv, conversion, extension, gather, matmul,
+             nnapi_conv, nnapi_data, nnapi_elementwise, normalization, pad, pooling, reduce,
+             reshape, resize, sequence_lstm, slicing, softmax, space, tensor, transpose_conv,
+             unary)
 
 
 def all_cases() -> list[OpCase]:
