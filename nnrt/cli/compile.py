@@ -1,10 +1,14 @@
-"""``nnrt compile MODEL -o OUT --driver NAME [--soc SOC]``: ahead-of-time compilation."""
+"""``nnrt compile MODEL -o OUT --driver NAME [--soc SOC]``: ahead-of-time compilation.
+
+``MODEL`` is a ``.nnrt`` file or an ONNX file (``.onnx``, imported with ``--input-shape``
+values fixing its dynamic dims); the output is a ``.nnrt`` file holding the model and the
+compiled partitions."""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 __all__ = ["compile_file"]
@@ -13,15 +17,18 @@ _BAR = 30
 
 
 def compile_file(source: str, target: str, drivers: Sequence[str], soc: str | None,
-                 stream: TextIO) -> int:
-    """Compile the model file ``source`` for ``drivers`` into ``target``; returns 0."""
+                 stream: TextIO, *, input_shapes: Mapping[str, Sequence[int]] | None = None
+                 ) -> int:
+    """Compile the model file ``source`` (``.nnrt``, or ``.onnx`` imported with
+    ``input_shapes``) for ``drivers`` into ``target``; returns 0."""
     import nnrt  # noqa: PLC0415
+    from nnrt.cli.run import load_model_file  # noqa: PLC0415
     from nnrt.driver.discovery import load_driver  # noqa: PLC0415
     from nnrt.driver.plugin import PluginDriver  # noqa: PLC0415
     from nnrt.errors import BadData  # noqa: PLC0415
     from nnrt.runtime.aot import compile_ahead  # noqa: PLC0415
 
-    model = nnrt.load(source)
+    model = load_model_file(source, input_shapes)
     loaded = []
     targeted = False
     for name in drivers:

@@ -1,5 +1,5 @@
-"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, compile, cache, stress,
-version."""
+"""Entry point of the ``nnrt`` command: demo, serve, drivers, ops, run, inspect, compile, cache,
+stress, version."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from nnrt.cli.cache import add_cache_parser
+from nnrt.cli.inspect import add_inspect_parser
+from nnrt.cli.run import add_run_parser
 from nnrt.cli.stress import add_stress_parser
 
 __all__ = ["main"]
@@ -59,11 +61,13 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _compile(args: argparse.Namespace) -> int:
     from nnrt.cli.compile import compile_file  # noqa: PLC0415
+    from nnrt.cli.run import parse_shapes  # noqa: PLC0415
     from nnrt.errors import NnrtError  # noqa: PLC0415
 
     try:
-        return compile_file(args.model, args.output, args.driver, args.soc, sys.stderr)
-    except (NnrtError, OSError) as exc:
+        return compile_file(args.model, args.output, args.driver, args.soc, sys.stderr,
+                            input_shapes=parse_shapes(args.input_shape))
+    except (NnrtError, OSError, ImportError) as exc:
         print(f"nnrt compile: {exc}", file=sys.stderr)
         return 1
 
@@ -100,9 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--max-queue", type=int, default=10_000,
                        help="requests that may wait for a worker, per driver (default 10000)")
     serve.set_defaults(func=_serve)
-    aot = commands.add_parser("compile", help="compile a .nnrt model ahead of time with "
-                              "compiler plugins")
-    aot.add_argument("model", help="the .nnrt model file to compile")
+    add_run_parser(commands)
+    add_inspect_parser(commands)
+    aot = commands.add_parser("compile", help="compile a .nnrt or .onnx model ahead of time "
+                              "with compiler plugins, into a .nnrt file")
+    aot.add_argument("model", help="the .nnrt or .onnx model file to compile")
+    aot.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
+                     help="fix a dynamic .onnx input shape, e.g. input=1x512 (repeatable)")
     aot.add_argument("-o", "--output", required=True, help="the .nnrt file to write")
     aot.add_argument("--driver", action="append", required=True, help="plugin driver to "
                      "compile for (repeatable; operations none takes run on the fallback)")

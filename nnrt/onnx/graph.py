@@ -1,0 +1,246 @@
+"""The graph being imported: ONNX values, the nnrt model they become, and constant folding.
+
+Every ONNX value is a :class:`Value`: either a known array (an initializer, a ``Constant``, or
+anything computed only from known arrays) or an operand of the nnrt model being built. Converters
+add NNAPI operations with :meth:`Graph.op`; when every input of an operation is known, the
+operation is not added but evaluated at once on the reference kernels, so shape sub-graphs
+(``Shape -> Gather -> Concat -> Reshape``) fold away at known shapes with exactly NNAPI's
+semantics. Known arrays keep their ONNX dtype (``int64`` stays ``int64``) until an operation needs
+them as an operand.
+
+ONNX scalars (rank 0) are held by ``[1]`` operands; :attr:`Value.shape` keeps the ONNX shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import nnrt.reference
+from nnrt.errors import NnrtError
+from nnrt.memory import find_memory
+from nnrt.model.builder import ModelBuilder, Omitted, Tensor
+from nnrt.model.model import Model
+from nnrt.model.operation import operation_name
+from nnrt.model.types import OperandType, OperationType
+from nnrt.onnx.dtypes import operand_type_for
+from nnrt.onnx.errors import NodeUnsupported
+
+__all__ = ["Arg", "Graph", "Value"]
+
+Array = np.ndarray[Any, Any]
+T = OperandType
+
+_INT32 = np.iinfo(np.int32)
+
+
+@dataclass(frozen=True)
+class Value:
+    """One ONNX value: its dtype, its ONNX shape (0 = unknown dim) and where it lives.
+
+    Exactly one of ``const`` (a known array of ``dtype``) and ``tensor`` (an operand of the
+    model) is set.
+    """
+
+    name: str
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+    const: Array | None = None
+    tensor: Tensor | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether the value is known at import time."""
+        return self.const is not None
+
+    @property
+    def rank(self) -> int:
+        """The ONNX rank."""
+        return len(self.shape)
+
+    @property
+    def static(self) -> bool:
+        """Whether every dimension is known."""
+        return all(d > 0 for d in self.shape) or (0 in self.shape and self.known)
+
+    def renamed(self, name: str) -> Value:
+        """The same value under another ONNX name."""
+        return Value(name, self.dtype, self.shape, self.const, self.tensor)
+
+
+#: What :meth:`Graph.op` accepts as an operation input.
+Arg = Value | Omitted | Array | int | float | bool
+
+
+class Graph:
+    """The nnrt model under construction and the ONNX values defined so far."""
+
+    def __init__(self, opset: int, *, relaxed: bool = False) -> None:
+        self.opset = opset
+        self.builder = ModelBuilder(relaxed=relaxed)
+        self.values: dict[str, Value] = {}
+        #: ONNX's inferred shape of each value (0 = unknown dim), where NNAPI's cannot tell.
+        self.onnx_shapes: dict[str, tuple[int, ...]] = {}
+        self._inputs: list[int] = []
+
+    # -- values -------------------------------------------------------------------------------
+
+    def define(self, value: Value) -> None:
+        """Record ``value`` under its name (later definitions shadow earlier ones)."""
+        self.values[value.name] = value
+
+    def lookup(self, name: str) -> Value:
+        """The value called ``name``."""
+        try:
+            return self.values[name]
+        except KeyError:
+            raise NodeUnsupported(f"input {name!r} is not defined before its use") from None
+
+    def const(self, array: Any, name: str = "") -> Value:
+        """A known value."""
+        arr = np.asarray(array)
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        return Value(name, arr.dtype, tuple(arr.shape), const=arr)
+
+    def add_input(self, name: str, dtype: np.dtype[Any], shape: Sequence[int]) -> Value:
+        """Declare a model input (dims of 0 are unknown)."""
+        op_type = operand_type_for(dtype)
+        dims = tuple(int(d) for d in shape) or (1,)
+        tensor = self.builder.input(name, dims, op_type)
+        self._inputs.append(tensor.index)
+        value = Value(name, np.dtype(dtype), tuple(int(d) for d in shape), tensor=tensor)
+        self.define(value)
+        return value
+
+    # -- operands -----------------------------------------------------------------------------
+
+    def tensor(self, value: Value) -> Tensor:
+        """The operand holding ``value`` (a known value becomes a model constant)."""
+        if value.tensor is not None:
+            return value.tensor
+        assert value.const is not None
+        pooled = find_memory(value.const) if value.const.ndim else None
+        if pooled is not None and value.const.dtype in (np.float32, np.float16):
+            memory, offset = pooled  # an initializer in the weight pool: referenced, not copied
+            arr = value.const
+            model = self.builder.model
+            op_type = operand_type_for(arr.dtype)
+            index = model.add_operand(op_type, arr.shape)
+            model.set_operand_value_from_memory(index, memory, offset, arr.nbytes)
+            return Tensor(index, op_type, tuple(arr.shape))
+        return self.builder.constant(_operand_array(value.const, value.name))
+
+    @staticmethod
+    def pooled(value: Value) -> bool:
+        """Whether ``value`` is a weight living in a shared-memory pool (an initializer)."""
+        return value.const is not None and value.const.ndim > 0 and (
+            find_memory(value.const) is not None)
+
+    def dims(self, value: Value) -> tuple[int, ...]:
+        """The operand dims of ``value`` (``(1,)`` for an ONNX scalar)."""
+        return value.shape or (1,)
+
+    # -- operations ---------------------------------------------------------------------------
+
+    def op(self, op_type: OperationType, *args: Arg, dtype: Any = None,
+           shape: Sequence[int] | None = None, name: str = "", fold: bool = True) -> Value:
+        """Add one single-output operation; see :meth:`ops`."""
+        return self.ops(op_type, *args, dtypes=None if dtype is None else [dtype],
+                        shapes=None if shape is None else [shape], name=name, fold=fold)[0]
+
+    def ops(self, op_type: OperationType, *args: Arg, outputs: int = 1,
+            dtypes: Sequence[Any] | None = None, shapes: Sequence[Sequence[int] | None]
+            | None = None, name: str = "", fold: bool = True) -> list[Value]:
+        """Add operation ``op_type`` (or fold it when every input is known).
+
+        ``args`` are Values, omitted inputs, parameter arrays (TENSOR_INT32 / float) or Python
+        scalars (INT32, FLOAT32 — FLOAT16 beside float16 tensors — and BOOL). Output ``k`` has
+        ``dtypes[k]`` (default: the first Value's dtype, with int64 held as int32) and the shape
+        nnrt infers unless ``shapes[k]`` gives the ONNX shape (for rank-0 results).
+        ``fold=False`` keeps the operation even on known inputs: use it to transform a pooled
+        weight (:meth:`pooled`) so the model keeps referencing the pool instead of a copy (the
+        compiling drivers fold it in the worker).
+        """
+        first = next((a for a in args if isinstance(a, Value)), None)
+        out_dtypes = [np.dtype(d) for d in dtypes] if dtypes is not None else [
+            _nnapi_dtype(first.dtype) if first is not None else np.dtype(np.float32)] * outputs
+        if fold and all(not isinstance(a, Value) or a.known for a in args):
+            folded = self._fold(op_type, args, out_dtypes)
+            if folded is not None:
+                return [self._shaped(self.const(arr, name), shapes, k)
+                        for k, arr in enumerate(folded)]
+        operands = [self.tensor(a) if isinstance(a, Value) else a for a in args]
+        types = [operand_type_for(d) for d in out_dtypes]
+        try:
+            tensors = self.builder.operation(op_type, *operands, outputs=len(out_dtypes),
+                                             output_types=types)
+        except NnrtError as exc:
+            raise NodeUnsupported(f"{operation_name(op_type)}: {exc}") from None
+        return [self._shaped(Value(name, out_dtypes[k], t.shape, tensor=t), shapes, k)
+                for k, t in enumerate(tensors)]
+
+    def _shaped(self, value: Value, shapes: Sequence[Sequence[int] | None] | None,
+                k: int) -> Value:
+        if shapes is None or shapes[k] is None:
+            return value
+        onnx_shape = tuple(int(d) for d in shapes[k])  # type: ignore[union-attr]
+        const = value.const.reshape(onnx_shape) if value.const is not None else None
+        return Value(value.name, value.dtype, onnx_shape, const, value.tensor)
+
+    def _fold(self, op_type: OperationType, args: Sequence[Arg],
+              out_dtypes: Sequence[np.dtype[Any]]) -> list[Array] | None:
+        """Evaluate one operation on known inputs with the reference kernels (None: cannot)."""
+        b = ModelBuilder(relaxed=self.builder.model.relaxed)
+        operands: list[Any] = []
+        for a in args:
+            if isinstance(a, Value):
+                assert a.const is not None
+                operands.append(b.constant(_operand_array(a.const, a.name)))
+            else:
+                operands.append(a)
+        try:
+            outs = b.operation(op_type, *operands, outputs=len(out_dtypes),
+                               output_types=[operand_type_for(d) for d in out_dtypes])
+            b.output(*outs)
+            return [np.asarray(r) for r in nnrt.reference.run(b.build(), [])]
+        except NnrtError as exc:
+            raise NodeUnsupported(f"{operation_name(op_type)} on constant inputs: {exc}") from None
+
+    def finish(self, outputs: Sequence[tuple[str, Value]]) -> Model:
+        """Declare the graph outputs (known outputs become constant operands) and build.
+
+        An output that is known, a model input or an earlier output is copied by a CAST to its
+        own type: a model output must be computed by an operation, and an operand cannot be
+        two of these (``Identity`` of an input, an ``If`` branch passing a value through).
+        """
+        tensors: list[Tensor] = []
+        for _, value in outputs:
+            tensor = self.tensor(value)
+            if value.known or tensor.index in self._inputs or tensor in tensors:
+                tensor = self.builder.operation(OperationType.CAST, tensor,
+                                                output_types=[tensor.type])[0]
+            tensors.append(tensor)
+        self.builder.output(*tensors, names=[n for n, _ in outputs])
+        return self.builder.build()
+
+
+def _nnapi_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return np.dtype(np.int32) if dtype == np.int64 else np.dtype(dtype)
+
+
+def _operand_array(array: Array, name: str) -> Array:
+    """``array`` as an operand value: int64 narrowed to int32 (range checked), scalars as [1]."""
+    arr = array
+    if arr.dtype == np.int64:
+        if arr.size and (arr.min() < _INT32.min or arr.max() > _INT32.max):
+            raise NodeUnsupported(f"value {name or '(constant)'} holds int64 values outside the "
+                                  "int32 range NNAPI tensors can hold")
+        arr = arr.astype(np.int32)
+    if arr.dtype not in (np.float32, np.float16, np.int32, np.bool_):
+        raise NodeUnsupported(f"value {name or '(constant)'}: {arr.dtype} tensors are not "
+                              "supported")
+    return arr.reshape(1) if arr.ndim == 0 else arr

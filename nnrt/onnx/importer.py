@@ -1,0 +1,341 @@
+"""``nnrt.onnx.load``: an ONNX model in, an ``nnrt.Model`` out.
+
+The importer reads the model (a path, bytes or a ``ModelProto``), puts the initializers in
+shared-memory pools (:mod:`nnrt.onnx.weights`), declares the graph inputs with their ONNX names
+(``input_shapes=`` fixes dynamic dims), converts the nodes in order through the converters of
+:mod:`nnrt.onnx.ops` and names the outputs after the graph's. Every node it cannot import exactly
+is collected — unknown operator, unsupported attribute, unknown shape — and reported together in
+one :class:`~nnrt.onnx.errors.UnsupportedOnnxModel`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nnrt.errors import BadData
+from nnrt.model.model import Model
+from nnrt.onnx.dtypes import onnx_dtype
+from nnrt.onnx.errors import (
+    NodeUnsupported,
+    SubgraphUnsupported,
+    UnsupportedNode,
+    UnsupportedOnnxModel,
+)
+from nnrt.onnx.graph import Graph, Value
+from nnrt.onnx.node import CONVERTERS, NodeContext
+from nnrt.onnx.weights import WeightPools
+
+__all__ = ["MAX_OPSET", "MIN_OPSET", "convert_nodes", "graph_inputs", "load", "node_attributes",
+           "subgraph_inputs"]
+
+#: The default-domain opsets whose operator definitions the converters implement. A model
+#: declaring a newer opset (up to the installed onnx's newest) is imported when each of its
+#: operators is still defined as at opset 21 (later opsets mostly add types); a node whose
+#: operator was redefined after 21 is reported unsupported.
+MIN_OPSET, MAX_OPSET = 7, 21
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def load(source: str | os.PathLike[str] | bytes | Any, *,
+         input_shapes: Mapping[str, Sequence[int]] | None = None) -> Model:
+    """Import an ONNX model: a file path, the serialized bytes, or an ``onnx.ModelProto``.
+
+    ``input_shapes`` maps graph input names to full shapes, fixing dims the model leaves
+    dynamic (shape sub-graphs then fold away). Raises ``UnsupportedOnnxModel`` listing every
+    node that cannot be imported exactly, ``BadData`` for a malformed model.
+    """
+    proto, base_dir = _read(source)
+    declared = _default_opset(proto)
+    pools = WeightPools(base_dir)
+    try:
+        return _import(proto, declared, pools, input_shapes or {})
+    except BaseException:
+        pools.close()
+        raise
+
+
+def _import(proto: Any, declared: int, pools: WeightPools,
+            input_shapes: Mapping[str, Sequence[int]]) -> Model:
+    opset = min(declared, MAX_OPSET)
+    graph = Graph(opset)
+    try:
+        initializers = pools.arrays(proto.graph.initializer)
+    except ValueError as exc:
+        raise BadData(str(exc)) from None
+    for name, array in initializers.items():
+        graph.define(Value(name, array.dtype, tuple(array.shape), const=array))
+    _declare_inputs(graph, proto.graph.input, set(initializers), input_shapes)
+    graph.onnx_shapes.update(_inferred_shapes(proto, graph))
+    unsupported = _unknown_operators(proto.graph.node, declared)
+    if not unsupported:
+        convert_nodes(graph, proto.graph.node, opset, unsupported)
+    if unsupported:
+        raise UnsupportedOnnxModel(unsupported)
+    outputs = [(o.name, graph.lookup(o.name)) for o in proto.graph.output]
+    return graph.finish(outputs)
+
+
+def convert_nodes(graph: Graph, nodes: Iterable[Any], opset: int,
+                  unsupported: list[UnsupportedNode]) -> None:
+    """Convert ``nodes`` in order into ``graph``, appending each failure to ``unsupported``.
+
+    A node whose input (or a value its subgraphs use) comes from a failed node is skipped
+    without a report of its own; a node whose subgraphs hold failed nodes reports those.
+    """
+    poisoned: set[str] = set()
+    for node in nodes:
+        if any(name in poisoned for name in (*node.input, *subgraph_inputs(node))):
+            poisoned.update(node.output)
+            continue
+        try:
+            _convert(graph, node, opset)
+        except SubgraphUnsupported as exc:
+            unsupported.extend(exc.nodes)
+            poisoned.update(node.output)
+        except NodeUnsupported as exc:
+            unsupported.append(UnsupportedNode(node.op_type, node.name, str(exc)))
+            poisoned.update(node.output)
+
+
+def _convert(graph: Graph, node: Any, opset: int) -> None:
+    inputs = [graph.lookup(name) if name else None for name in node.input]
+    ctx = NodeContext(graph, node, inputs, node_attributes(node), opset)
+    outputs = list(CONVERTERS[node.op_type](ctx))
+    unread = ctx.unread_attributes()
+    if unread:
+        raise NodeUnsupported(f"attribute(s) {', '.join(sorted(unread))} not supported")
+    names = [n for n in node.output]
+    if len(outputs) < len([n for n in names if n]):
+        raise NodeUnsupported(f"{len(names)} outputs requested, nnrt computes {len(outputs)}")
+    for name, value in zip(names, outputs, strict=False):
+        if value.tensor is not None and not value.tensor.shape:  # unknown rank (no rank 0)
+            if name not in graph.onnx_shapes:
+                raise NodeUnsupported(
+                    f"the shape of output {name!r} cannot be inferred (some input dims are "
+                    "unknown); pass input_shapes= to nnrt.onnx.load")
+            value = Value(value.name, value.dtype, graph.onnx_shapes[name], tensor=value.tensor)
+        if name:
+            graph.define(value.renamed(name))
+
+
+def node_attributes(node: Any) -> dict[str, Any]:
+    """A node's attributes as Python values (tensors as arrays, strings decoded)."""
+    from onnx import helper  # noqa: PLC0415 - the onnx extra
+
+    from nnrt.onnx.weights import tensor_array  # noqa: PLC0415
+
+    result: dict[str, Any] = {}
+    for attribute in node.attribute:
+        if attribute.ref_attr_name:
+            raise NodeUnsupported(f"attribute {attribute.name} refers to a function attribute")
+        value = helper.get_attribute_value(attribute)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", "replace") for v in value]
+        elif attribute.type == attribute.TENSOR:
+            try:
+                value = tensor_array(value, f"attribute {attribute.name}")
+            except ValueError as exc:
+                raise NodeUnsupported(str(exc)) from None
+        result[attribute.name] = value
+    return result
+
+
+def subgraph_inputs(node: Any) -> list[str]:
+    """The outer-scope names that the subgraphs of ``node`` use, in order of first use."""
+    names: list[str] = []
+    for attribute in node.attribute:
+        for g in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+            names += [name for name in graph_inputs(g) if name not in names]
+    return names
+
+
+def graph_inputs(graph: Any) -> list[str]:
+    """The names ``graph`` (a subgraph) uses but does not define: the values of its enclosing
+    scopes it captures, in order of first use."""
+    defined = {t.name for t in graph.initializer} | {i.name for i in graph.input}
+    used: list[str] = []
+    for node in graph.node:
+        for name in (*node.input, *subgraph_inputs(node)):
+            if name and name not in defined and name not in used:
+                used.append(name)
+        defined.update(node.output)
+    used += [o.name for o in graph.output if o.name not in defined and o.name not in used]
+    return used
+
+
+def _unknown_operators(nodes: Iterable[Any], opset: int) -> list[UnsupportedNode]:
+    """Every node (in subgraphs too) whose operator nnrt has no converter for, or whose
+    definition at ``opset`` (above :data:`MAX_OPSET`) differs from its opset-21 one."""
+    missing = []
+    for node in nodes:
+        if node.domain not in _DEFAULT_DOMAINS:
+            missing.append(UnsupportedNode(node.op_type, node.name,
+                                           f"operator domain {node.domain!r} is not supported"))
+        elif node.op_type not in CONVERTERS:
+            missing.append(UnsupportedNode(node.op_type, node.name,
+                                           "no converter for this operator"))
+        elif opset > MAX_OPSET:
+            since = _redefined_after(node.op_type, opset)
+            if since is not None:
+                missing.append(UnsupportedNode(
+                    node.op_type, node.name, f"{node.op_type} was redefined at opset {since}; "
+                    f"nnrt implements its definitions up to opset {MAX_OPSET}"))
+        for attribute in node.attribute:
+            if attribute.g.node:
+                missing += _unknown_operators(attribute.g.node, opset)
+            for g in attribute.graphs:
+                missing += _unknown_operators(g.node, opset)
+    return missing
+
+
+def _redefined_after(op_type: str, opset: int) -> int | None:
+    """The first opset after :data:`MAX_OPSET` (up to ``opset``) that changed ``op_type``
+    beyond adding element types, or None when its definition is still opset 21's.
+
+    A revision only adds types when attributes, inputs and outputs are unchanged and every type
+    constraint allows a superset of what it allowed before (opset 22's bfloat16 and 23 to 25's
+    small-float additions); anything else counts as a redefinition.
+    """
+    from onnx import defs  # noqa: PLC0415 - the onnx extra
+
+    try:
+        schema = defs.get_schema(op_type, opset)
+    except defs.SchemaError:
+        return opset
+    changed: int | None = None
+    while schema.since_version > MAX_OPSET:
+        try:
+            previous = defs.get_schema(op_type, schema.since_version - 1)
+        except defs.SchemaError:
+            return int(schema.since_version)  # a new operator
+        if not _adds_types_only(previous, schema):
+            changed = int(schema.since_version)
+        schema = previous
+    return changed
+
+
+def _adds_types_only(before: Any, after: Any) -> bool:
+    def signature(s: Any) -> Any:
+        attributes = sorted((a.name, int(a.type), a.required,
+                             a.default_value.SerializeToString()) for a in s.attributes.values())
+        return (attributes, [(f.name, int(f.option), f.type_str) for f in s.inputs],
+                [(f.name, int(f.option), f.type_str) for f in s.outputs])
+
+    if signature(before) != signature(after):
+        return False
+    old = {t.type_param_str: set(t.allowed_type_strs) for t in before.type_constraints}
+    new = {t.type_param_str: set(t.allowed_type_strs) for t in after.type_constraints}
+    return old.keys() == new.keys() and all(new[k] >= old[k] for k in old)
+
+
+def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
+                    shapes: Mapping[str, Sequence[int]]) -> None:
+    names = set()
+    for value_info in inputs:
+        name = value_info.name
+        if name in initialized:
+            continue  # an initializer listed as an input (IR < 4): a constant
+        names.add(name)
+        where = f"graph input {name!r}"
+        tensor_type = value_info.type.tensor_type
+        if not value_info.type.HasField("tensor_type"):
+            raise UnsupportedOnnxModel([UnsupportedNode("(input)", name,
+                                                        "only tensor inputs are supported")])
+        try:
+            dtype = onnx_dtype(tensor_type.elem_type, where)
+        except ValueError as exc:
+            raise UnsupportedOnnxModel([UnsupportedNode("(input)", name, str(exc))]) from None
+        declared = [d.dim_value if d.HasField("dim_value") else 0
+                    for d in tensor_type.shape.dim]
+        if name in shapes:
+            given = [int(d) for d in shapes[name]]
+            if len(given) != len(declared) or any(
+                    d and g != d for d, g in zip(declared, given, strict=True)):
+                raise BadData(f"input_shapes[{name!r}] = {given} does not fit the model's "
+                              f"declared shape {declared}")
+            if any(g <= 0 for g in given):
+                raise BadData(f"input_shapes[{name!r}] = {given}: dims must be positive")
+            declared = given
+        graph.add_input(name, dtype, declared)
+    extra = set(shapes) - names
+    if extra:
+        raise BadData(f"input_shapes names {sorted(extra)}, which are not graph inputs "
+                      f"(inputs: {sorted(names)})")
+
+
+def _inferred_shapes(proto: Any, graph: Graph) -> dict[str, tuple[int, ...]]:
+    """ONNX's own shape inference over the main graph, at the declared input shapes: the rank
+    (and the dims it can tell; 0 = unknown) of every value. NNAPI's shape inference leaves a
+    result's rank unknown when a dim is unknown; the importer needs the rank."""
+    from onnx import shape_inference  # noqa: PLC0415 - the onnx extra
+
+    fixed = type(proto)()
+    fixed.CopyFrom(proto)
+    for value_info in fixed.graph.input:
+        known = graph.values.get(value_info.name)
+        if known is None or known.tensor is None or not value_info.type.HasField("tensor_type"):
+            continue
+        dims = value_info.type.tensor_type.shape.dim
+        for d, size in zip(dims, known.shape, strict=False):
+            if size > 0:
+                d.dim_value = size
+    try:
+        inferred = shape_inference.infer_shapes(fixed, strict_mode=False)
+    except Exception:  # inference is a hint; the converters check everything
+        return {}
+    shapes = {}
+    for value_info in (*inferred.graph.value_info, *inferred.graph.output):
+        tensor_type = value_info.type.tensor_type
+        if value_info.type.HasField("tensor_type") and tensor_type.HasField("shape"):
+            shapes[value_info.name] = tuple(
+                d.dim_value if d.HasField("dim_value") else 0 for d in tensor_type.shape.dim)
+    return shapes
+
+
+def _default_opset(proto: Any) -> int:
+    for entry in proto.opset_import:
+        if entry.domain in _DEFAULT_DOMAINS:
+            version = int(entry.version)
+            if not MIN_OPSET <= version <= _newest_opset():
+                raise UnsupportedOnnxModel([UnsupportedNode(
+                    "(model)", "", f"default-domain opset {version} is outside the supported "
+                    f"range {MIN_OPSET}..{MAX_OPSET}")])
+            return version
+    raise BadData("the ONNX model imports no default-domain opset")
+
+
+def _newest_opset() -> int:
+    """The newest default-domain opset the installed onnx package defines."""
+    from onnx import defs  # noqa: PLC0415 - the onnx extra
+
+    return int(defs.onnx_opset_version())
+
+
+def _read(source: Any) -> tuple[Any, Path | None]:
+    try:
+        import onnx  # noqa: PLC0415 - the onnx extra
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError("nnrt.onnx needs the onnx package: pip install 'nnrt[onnx]'") from None
+    if isinstance(source, onnx.ModelProto):
+        return source, None
+    if isinstance(source, bytes | bytearray | memoryview):
+        try:
+            return onnx.load_model_from_string(bytes(source)), None
+        except Exception as exc:  # protobuf raises its own DecodeError
+            raise BadData(f"not a valid ONNX model: {exc}") from None
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            proto = onnx.load(str(path), load_external_data=False)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise BadData(f"{path}: not a valid ONNX model: {exc}") from None
+        return proto, path.resolve().parent
+    raise BadData(f"nnrt.onnx.load: expected a path, bytes or an onnx.ModelProto, got "
+                  f"{type(source).__name__}")

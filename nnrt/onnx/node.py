@@ -1,0 +1,116 @@
+"""Converters: one function per ONNX operator, and the context each one sees.
+
+A converter reads its node through a :class:`NodeContext` and returns the node's output values::
+
+    @converter("Relu")
+    def relu(n: NodeContext) -> list[Value]:
+        return [n.graph.op(Op.RELU, n.input(0))]
+
+Every attribute a converter does not read is checked against its default: an attribute set to
+anything else makes the node unsupported (a converter cannot silently ignore semantics it does
+not implement). A converter raises :class:`~nnrt.onnx.errors.NodeUnsupported` (via
+:meth:`NodeContext.fail`) for inputs or attributes it cannot import exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+
+from nnrt.onnx.errors import NodeUnsupported
+from nnrt.onnx.graph import Graph, Value
+
+__all__ = ["CONVERTERS", "Converter", "NodeContext", "converter"]
+
+Array = np.ndarray[Any, Any]
+
+
+
+class NodeContext:
+    """One ONNX node being converted: its inputs, attributes, opset and the graph."""
+
+    def __init__(self, graph: Graph, node: Any, inputs: Sequence[Value | None],
+                 attributes: dict[str, Any], opset: int) -> None:
+        self.graph = graph
+        self.node = node
+        self.op_type: str = node.op_type
+        self.name: str = node.name
+        self.inputs = list(inputs)
+        self.opset = opset
+        self._attributes = attributes
+        self.read: set[str] = set()
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    @property
+    def n_inputs(self) -> int:
+        """How many inputs the node has (trailing omitted ones included)."""
+        return len(self.inputs)
+
+    def has_input(self, i: int) -> bool:
+        """Whether optional input ``i`` is present."""
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def input(self, i: int) -> Value:
+        """Input ``i`` (required)."""
+        value = self.inputs[i] if i < len(self.inputs) else None
+        if value is None:
+            self.fail(f"input {i} is required")
+        return value
+
+    def const_input(self, i: int, what: str) -> Array:
+        """The value of input ``i``, which must be known at import time."""
+        value = self.input(i)
+        if value.const is None:
+            self.fail(f"input {i} ({what}) must be known at import time (a constant, or computed "
+                      "from shapes: pass input_shapes= to nnrt.onnx.load for dynamic inputs)")
+        return value.const
+
+    def static_shape(self, value: Value, what: str = "input") -> tuple[int, ...]:
+        """``value``'s shape, which must be fully known."""
+        if not value.static:
+            self.fail(f"{what} {value.name!r} has unknown dims {list(value.shape)}; pass "
+                      "input_shapes= to nnrt.onnx.load")
+        return value.shape
+
+    # -- attributes ---------------------------------------------------------------------------
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """Attribute ``name`` (its Python value), or ``default`` when absent."""
+        self.read.add(name)
+        return self._attributes.get(name, default)
+
+    def has_attr(self, name: str) -> bool:
+        """Whether the node sets attribute ``name``."""
+        return name in self._attributes
+
+    def unread_attributes(self) -> list[str]:
+        """Attributes set on the node that the converter never read."""
+        return [k for k in self._attributes if k not in self.read]
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def fail(self, reason: str) -> NoReturn:
+        """Report this node unsupported, with ``reason``."""
+        raise NodeUnsupported(reason)
+
+
+Converter = Callable[[NodeContext], Sequence[Value]]
+
+#: ONNX operator type (default domain) -> converter.
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converter(*op_types: str) -> Callable[[Converter], Converter]:
+    """Register the decorated function as the converter of ``op_types``."""
+
+    def decorate(fn: Converter) -> Converter:
+        for op_type in op_types:
+            if op_type in CONVERTERS:
+                raise RuntimeError(f"ONNX operator {op_type} has two converters")
+            CONVERTERS[op_type] = fn
+        return fn
+
+    return decorate

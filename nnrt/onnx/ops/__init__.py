@@ -1,0 +1,31 @@
+"""The converters, one module per family of ONNX operators (importing registers them)."""
+
+from nnrt.onnx.ops import basic as basic
+from nnrt.onnx.ops import control as control
+from nnrt.onnx.ops import conv as conv
+from nnrt.onnx.ops import elementwise as elementwise
+from nnrt.onnx.ops import linear as linear
+from nnrt.onnx.ops import normalization as normalization
+from nnrt.onnx.ops import pooling as pooling
+from nnrt.onnx.ops import ranking as ranking
+from nnrt.onnx.ops import recurrent as recurrent
+from nnrt.onnx.ops import reduce as reduce
+from nnrt.onnx.ops import resize as resize
+from nnrt.onnx.ops import shape as shape
+from nnrt.onnx.ops import tensor as tensor
+
+__all__ = [
+    "basic",
+    "control",
+    "conv",
+    "elementwise",
+    "linear",
+    "normalization",
+    "pooling",
+    "ranking",
+    "recurrent",
+    "reduce",
+    "resize",
+    "shape",
+    "tensor",
+]

@@ -1,0 +1,291 @@
+"""Elementwise operators: arithmetic, activations, comparisons, logic, Cast, Where, IsNaN.
+
+ONNX broadcasting is numpy's, as NNAPI's is. Operators without an NNAPI operation are built
+from NNAPI operations only where the result is exactly ONNX's: ``Ceil = -floor(-x)``,
+``IsNaN = x != x``, ``HardSigmoid = max(0, min(1, alpha * x + beta))``, ``Reciprocal = 1 / x``,
+integer ``Div`` truncating toward zero from NNAPI's flooring DIV. ``Erf`` is the extension
+operation ``com.nnrt.ERF``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nnrt.model.types import OperationType as Op
+from nnrt.onnx.dtypes import ONNX_NUMPY
+from nnrt.onnx.graph import Value
+from nnrt.onnx.node import NodeContext, converter
+
+Array = np.ndarray[Any, Any]
+
+_BINARY = {"Add": Op.ADD, "Sub": Op.SUB, "Mul": Op.MUL}
+_UNARY = {"Sqrt": Op.SQRT, "Exp": Op.EXP, "Log": Op.LOG, "Tanh": Op.TANH,
+          "Sigmoid": Op.LOGISTIC, "Abs": Op.ABS, "Neg": Op.NEG, "Floor": Op.FLOOR,
+          "Erf": Op.NNRT_ERF, "Sin": Op.SIN}
+_COMPARE = {"Equal": Op.EQUAL, "Greater": Op.GREATER, "GreaterOrEqual": Op.GREATER_EQUAL,
+            "Less": Op.LESS, "LessOrEqual": Op.LESS_EQUAL}
+_BOOL = np.dtype(np.bool_)
+
+
+def _same_dtype(n: NodeContext, *values: Value) -> None:
+    kinds = {np.dtype(v.dtype) for v in values}
+    kinds = {np.dtype(np.int64) if k == np.int32 else k for k in kinds}
+    if len(kinds) > 1:
+        n.fail(f"inputs have different types {sorted(str(k) for k in kinds)}")
+
+
+def _scalar_like(value: Value, x: float) -> Value:
+    """A constant ``x`` of ``value``'s dtype, ONNX-shaped as a scalar."""
+    return Value("", value.dtype, (), const=np.asarray(x, value.dtype))
+
+
+def _broadcast_shape(n: NodeContext, *values: Value) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*(v.shape for v in values)))
+    except ValueError:
+        n.fail(f"input shapes {[list(v.shape) for v in values]} do not broadcast")
+
+
+def binary(n: NodeContext, op: Op, a: Value, b: Value, dtype: Any = None) -> Value:
+    """``op(a, b)`` with ONNX broadcasting (activation NONE); rank-0 results stay rank 0."""
+    shape = _broadcast_shape(n, a, b)
+    return n.graph.op(op, a, b, 0, dtype=dtype, shape=shape if not shape else None) \
+        if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV) else \
+        n.graph.op(op, a, b, dtype=dtype, shape=shape if not shape else None)
+
+
+@converter("Add", "Sub", "Mul")
+def arithmetic(n: NodeContext) -> list[Value]:
+    """Add, Sub, Mul: NNAPI ADD / SUB / MUL."""
+    a, b = n.input(0), n.input(1)
+    _same_dtype(n, a, b)
+    return [binary(n, _BINARY[n.op_type], a, b)]
+
+
+@converter("Div")
+def div(n: NodeContext) -> list[Value]:
+    """Div: NNAPI DIV; integers truncate toward zero as ONNX does (NNAPI's DIV floors), as
+    ``select(sign(a) != sign(b), -(|a| / |b|), |a| / |b|)``."""
+    a, b = n.input(0), n.input(1)
+    _same_dtype(n, a, b)
+    if a.dtype.kind == "f":
+        return [binary(n, Op.DIV, a, b)]
+    g = n.graph
+    shape = _broadcast_shape(n, a, b)
+    if any(d <= 0 for d in shape):
+        n.fail(f"integer Div needs known shapes, got {[list(a.shape), list(b.shape)]}")
+    a, b = expand_to(n, a, shape), expand_to(n, b, shape)
+    keep = shape if not shape else None
+    magnitude = binary(n, Op.DIV, g.op(Op.ABS, a, shape=keep), g.op(Op.ABS, b, shape=keep))
+    zero = _scalar_like(a, 0)
+    differ = binary(n, Op.NOT_EQUAL, binary(n, Op.LESS, a, zero, dtype=_BOOL),
+                    binary(n, Op.LESS, b, zero, dtype=_BOOL), dtype=_BOOL)
+    return [g.op(Op.SELECT, differ, g.op(Op.NEG, magnitude, shape=keep), magnitude,
+                 dtype=magnitude.dtype, shape=keep)]
+
+
+@converter("Sqrt", "Exp", "Log", "Tanh", "Sigmoid", "Abs", "Neg", "Floor", "Erf", "Sin")
+def unary(n: NodeContext) -> list[Value]:
+    """One NNAPI operation per operator (Erf: com.nnrt.ERF)."""
+    x = n.input(0)
+    return [n.graph.op(_UNARY[n.op_type], x, shape=x.shape if not x.shape else None)]
+
+
+@converter("Ceil")
+def ceil(n: NodeContext) -> list[Value]:
+    """Ceil as ``-floor(-x)`` (exact)."""
+    x = n.input(0)
+    keep = x.shape if not x.shape else None
+    g = n.graph
+    return [g.op(Op.NEG, g.op(Op.FLOOR, g.op(Op.NEG, x, shape=keep), shape=keep), shape=keep)]
+
+
+@converter("Reciprocal")
+def reciprocal(n: NodeContext) -> list[Value]:
+    """Reciprocal as ``1 / x``."""
+    x = n.input(0)
+    return [binary(n, Op.DIV, _scalar_like(x, 1), x)]
+
+
+@converter("Relu")
+def relu(n: NodeContext) -> list[Value]:
+    """Relu: NNAPI RELU (float), MAXIMUM with 0 (integers)."""
+    x = n.input(0)
+    if x.dtype.kind == "f":
+        return [n.graph.op(Op.RELU, x, shape=x.shape if not x.shape else None)]
+    return [binary(n, Op.MAXIMUM, x, _scalar_like(x, 0))]
+
+
+@converter("LeakyRelu")
+def leaky_relu(n: NodeContext) -> list[Value]:
+    """LeakyRelu: NNAPI PRELU with a one-element alpha."""
+    x = n.input(0)
+    alpha = Value("", x.dtype, (1,), const=np.asarray([n.attr("alpha", 0.01)], x.dtype))
+    return [n.graph.op(Op.PRELU, x, alpha, shape=x.shape if not x.shape else None)]
+
+
+@converter("HardSigmoid")
+def hard_sigmoid(n: NodeContext) -> list[Value]:
+    """HardSigmoid: ``max(0, min(1, alpha * x + beta))``."""
+    x = n.input(0)
+    y = binary(n, Op.MUL, x, _scalar_like(x, n.attr("alpha", 0.2)))
+    y = binary(n, Op.ADD, y, _scalar_like(x, n.attr("beta", 0.5)))
+    return [binary(n, Op.MAXIMUM, binary(n, Op.MINIMUM, y, _scalar_like(x, 1)),
+                   _scalar_like(x, 0))]
+
+
+@converter("Clip")
+def clip(n: NodeContext) -> list[Value]:
+    """Clip: MAXIMUM with min, then MINIMUM with max (opset < 11: attributes)."""
+    x = n.input(0)
+    if n.opset < 11:
+        lo: Value | None = _scalar_like(x, n.attr("min", -np.inf))
+        hi: Value | None = _scalar_like(x, n.attr("max", np.inf))
+    else:
+        lo = n.input(1) if n.has_input(1) else None
+        hi = n.input(2) if n.has_input(2) else None
+    y = x
+    if lo is not None:
+        y = binary(n, Op.MAXIMUM, y, lo)
+    if hi is not None:
+        y = binary(n, Op.MINIMUM, y, hi)
+    return [y]
+
+
+@converter("Max", "Min")
+def max_min(n: NodeContext) -> list[Value]:
+    """Max, Min over any number of inputs: a chain of MAXIMUM / MINIMUM."""
+    op = Op.MAXIMUM if n.op_type == "Max" else Op.MINIMUM
+    values = [n.input(i) for i in range(n.n_inputs)]
+    _same_dtype(n, *values)
+    y = values[0]
+    for v in values[1:]:
+        y = binary(n, op, y, v)
+    return [y]
+
+
+@converter("Pow")
+def power(n: NodeContext) -> list[Value]:
+    """Pow: NNAPI POW (float bases; a known exponent is converted to the base's type)."""
+    base, exponent = n.input(0), n.input(1)
+    if base.dtype.kind != "f":
+        n.fail(f"integer base ({base.dtype}) is not supported (NNAPI POW is float only)")
+    if exponent.dtype != base.dtype:
+        if exponent.const is None:
+            n.fail(f"exponent of type {exponent.dtype} with a {base.dtype} base must be known "
+                   "at import time")
+        converted = exponent.const.astype(base.dtype)
+        if not np.array_equal(converted.astype(exponent.const.dtype), exponent.const):
+            n.fail("exponent values change when converted to the base's type")
+        exponent = Value(exponent.name, base.dtype, exponent.shape, const=converted)
+    return [binary(n, Op.POW, base, exponent)]
+
+
+@converter("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")
+def compare(n: NodeContext) -> list[Value]:
+    """Comparisons: NNAPI EQUAL / GREATER / ... with a TENSOR_BOOL8 result."""
+    a, b = n.input(0), n.input(1)
+    _same_dtype(n, a, b)
+    return [binary(n, _COMPARE[n.op_type], a, b, dtype=_BOOL)]
+
+
+@converter("Not")
+def logical_not(n: NodeContext) -> list[Value]:
+    """Not: LOGICAL_NOT."""
+    x = n.input(0)
+    return [n.graph.op(Op.LOGICAL_NOT, x, shape=x.shape if not x.shape else None)]
+
+
+@converter("And", "Or", "Xor")
+def logical(n: NodeContext) -> list[Value]:
+    """And, Or: LOGICAL_AND / LOGICAL_OR; Xor: NOT_EQUAL on booleans."""
+    op = {"And": Op.LOGICAL_AND, "Or": Op.LOGICAL_OR, "Xor": Op.NOT_EQUAL}[n.op_type]
+    return [binary(n, op, n.input(0), n.input(1), dtype=_BOOL)]
+
+
+@converter("IsNaN")
+def is_nan(n: NodeContext) -> list[Value]:
+    """IsNaN as ``x != x`` (exact)."""
+    x = n.input(0)
+    return [binary(n, Op.NOT_EQUAL, x, x, dtype=_BOOL)]
+
+
+@converter("Where")
+def where(n: NodeContext) -> list[Value]:
+    """Where: NNAPI SELECT, after broadcasting the three inputs to one shape (NNAPI's SELECT
+    does not broadcast)."""
+    cond, x, y = n.input(0), n.input(1), n.input(2)
+    _same_dtype(n, x, y)
+    shape = _broadcast_shape(n, cond, x, y)
+    if any(d <= 0 for d in shape):
+        n.fail(f"the broadcast shape {list(shape)} has unknown dims; pass input_shapes=")
+    args = [expand_to(n, v, shape) for v in (cond, x, y)]
+    return [n.graph.op(Op.SELECT, *args, dtype=x.dtype if x.dtype != np.int64 else np.int32,
+                       shape=shape if not shape else None)]
+
+
+def expand_to(n: NodeContext, value: Value, shape: tuple[int, ...]) -> Value:
+    """``value`` broadcast to ``shape`` exactly (a known value with numpy; a tensor by
+    multiplying with ones, or AND with true for booleans — both exact)."""
+    if value.shape == shape:
+        return value
+    if value.const is not None:
+        return Value(value.name, value.dtype, shape,
+                     const=np.ascontiguousarray(np.broadcast_to(value.const, shape)))
+    if value.dtype == _BOOL:
+        ones = Value("", _BOOL, shape, const=np.ones(shape, np.bool_))
+        return binary(n, Op.LOGICAL_AND, value, ones, dtype=_BOOL)
+    ones = Value("", value.dtype, shape, const=np.ones(shape, value.dtype))
+    return binary(n, Op.MUL, value, ones)
+
+
+@converter("Cast")
+def cast(n: NodeContext) -> list[Value]:
+    """Cast to float32 / float16 / int32 / int64 / bool: NNAPI CAST (float -> int truncates)."""
+    to = int(n.attr("to"))
+    n.attr("saturate")
+    target = ONNX_NUMPY.get(to)
+    if target is None or target in (np.uint8, np.int8):
+        n.fail(f"cast to element type {to} is not supported")
+    return [cast_to(n, n.input(0), target)]
+
+
+@converter("CastLike")
+def cast_like(n: NodeContext) -> list[Value]:
+    """CastLike: Cast to the element type of input 1."""
+    n.attr("saturate")
+    target = n.input(1).dtype
+    if target in (np.uint8, np.int8):
+        n.fail(f"cast to {target} is not supported")
+    return [cast_to(n, n.input(0), target)]
+
+
+def cast_to(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
+    """``x`` converted to ``target`` with ONNX's Cast semantics."""
+    if x.const is not None:
+        return _cast_known(n, x, target)
+    same = {np.dtype(np.int64): np.dtype(np.int32)}
+    if same.get(target, target) == same.get(x.dtype, x.dtype):
+        return Value(x.name, target, x.shape, tensor=x.tensor)
+    keep = x.shape if not x.shape else None
+    if target == _BOOL:  # NNAPI CAST has no bool results: x != 0
+        return binary(n, Op.NOT_EQUAL, x, _scalar_like(x, 0), dtype=_BOOL)
+    if x.dtype == _BOOL:  # nor bool inputs: select(x, 1, 0)
+        shape = n.static_shape(x) or (1,)
+        kind = same.get(target, target)
+        ones = Value("", kind, shape, const=np.ones(shape, kind))
+        zeros = Value("", kind, shape, const=np.zeros(shape, kind))
+        return n.graph.op(Op.SELECT, x, ones, zeros, dtype=kind, shape=keep)
+    return n.graph.op(Op.CAST, x, dtype=same.get(target, target), shape=keep)
+
+
+def _cast_known(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
+    assert x.const is not None
+    src = x.const
+    if target.kind in "iu" and src.dtype.kind == "f":
+        if not np.isfinite(src).all():
+            n.fail("casting NaN or infinity to an integer is undefined")
+        src = np.trunc(src)
+    return Value(x.name, target, x.shape, const=src.astype(target))
