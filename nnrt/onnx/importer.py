@@ -261,7 +261,10 @@ def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
             if any(g <= 0 for g in given):
                 raise BadData(f"input_shapes[{name!r}] = {given}: dims must be positive")
             declared = given
-        graph.add_input(name, dtype, declared)
+        try:
+            graph.add_input(name, dtype, declared)
+        except ValueError as exc:
+            raise UnsupportedOnnxModel([UnsupportedNode("(input)", name, str(exc))]) from None
     extra = set(shapes) - names
     if extra:
         raise BadData(f"input_shapes names {sorted(extra)}, which are not graph inputs "
@@ -304,7 +307,7 @@ def _default_opset(proto: Any) -> int:
             if not MIN_OPSET <= version <= _newest_opset():
                 raise UnsupportedOnnxModel([UnsupportedNode(
                     "(model)", "", f"default-domain opset {version} is outside the supported "
-                    f"range {MIN_OPSET}..{MAX_OPSET}")])
+                    f"range {MIN_OPSET}..{_newest_opset()}")])
             return version
     raise BadData("the ONNX model imports no default-domain opset")
 

@@ -18,8 +18,18 @@ __all__ = ["WorkerProcess"]
 GRACE_SECONDS = 2.0
 
 
+#: BLAS / OpenMP thread pools in a worker: one thread each unless the caller's environment
+#: says otherwise. Workers are the runtime's unit of parallelism (a pool runs one per core); a
+#: multi-threaded BLAS inside each of them oversubscribes the cores, and OpenBLAS's spinning
+#: threads turn a 1 ms model into a 50 ms one as soon as another process competes for a core.
+WORKER_THREAD_LIMITS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                        "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
+    for name in WORKER_THREAD_LIMITS:
+        env.setdefault(name, "1")
     # The child must import what this process imports (source trees, test driver modules).
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     if env.get("PYTHONPATH"):

@@ -103,7 +103,12 @@ def generate(graph: Graph, plan: MemoryPlan, entry: str) -> tuple[str, dict[str,
     for position, node in enumerate(graph.nodes):
         for root in by_start.get(position, ()):
             shape = names.arg(tuple(graph.values[root].shape))
-            lines.append(f"    t{root} = slot(scratch, {offsets[root]}, {shape})")
+            dtype = graph.values[root].dtype
+            if dtype == "float32":
+                lines.append(f"    t{root} = slot(scratch, {offsets[root]}, {shape})")
+            else:
+                lines.append(f"    t{root} = typed_slot(scratch, {offsets[root]}, {shape}, "
+                             f"{dtype!r})")
         args = ", ".join(names.arg(a) for a in node.args)
         if node.view:
             lines.append(f"    {names.of(node.out)} = {node.kernel}({args})")

@@ -69,7 +69,8 @@ def fuse_in_place(graph: Graph) -> int:
                 continue
             if graph.nodes[producer[arg.value]].view or not _fusable(graph, arg.value, counts):
                 continue
-            if graph.values[arg.value].shape != out.shape:
+            if (graph.values[arg.value].shape, graph.values[arg.value].dtype) != (
+                    out.shape, out.dtype):
                 continue
             out.alias = arg.value
             merged += 1

@@ -34,7 +34,8 @@ class Value:
     """One array of the partition: its shape and where it comes from."""
 
     shape: tuple[int, ...]
-    #: Compile-time contents (folded constants, pre-packed weights), float32 C-contiguous.
+    #: Compile-time contents (folded constants, pre-packed weights), C-contiguous, of
+    #: ``dtype``.
     const: Array | None = None
     #: Model input position, if this is a model input.
     input: int | None = None
@@ -46,6 +47,9 @@ class Value:
     temp: bool = False
     #: Model output position whose array (viewed with ``shape``) stores this value, if any.
     stored_in: int | None = None
+    #: Element type: "float32", or "int32" / "bool" for the operations that take those
+    #: (arena slots of those types are views of the float32 arena's bytes).
+    dtype: str = "float32"
 
 
 @dataclass

@@ -15,7 +15,11 @@ from typing import Any
 import numpy as np
 
 from nnrt.drivers.cpu.kernels import BASIC_KERNELS, activate
+from nnrt.drivers.cpu.kernels_data import DATA_KERNELS
 from nnrt.drivers.cpu.kernels_ext import EXT_KERNELS
+from nnrt.drivers.cpu.kernels_lstm import LSTM_KERNELS
+from nnrt.drivers.cpu.kernels_math import MATH_KERNELS
+from nnrt.drivers.cpu.kernels_typed import TYPED_KERNELS
 
 __all__ = ["KERNELS", "pack_conv"]
 
@@ -132,4 +136,8 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "conv": conv, "depthwise": depthwise, "max_pool": max_pool, "avg_pool": avg_pool,
     "pack_conv": pack_conv,
     **EXT_KERNELS,
+    **MATH_KERNELS,
+    **DATA_KERNELS,
+    **LSTM_KERNELS,
+    **TYPED_KERNELS,
 }

@@ -18,7 +18,7 @@ import numpy as np
 from nnrt.drivers.cpu.graph import Graph, Node, Ref, Value
 from nnrt.errors import OpFailed
 from nnrt.model.model import Model
-from nnrt.model.types import OperationType
+from nnrt.model.types import OperandType, OperationType
 from nnrt.ops.context import OperationContext
 from nnrt.ops.registry import lookup
 from nnrt.ops.softmax import optional_axis
@@ -27,6 +27,8 @@ __all__ = ["LOWERINGS", "Lowerer", "Lowering", "lower", "static_context"]
 
 Op = OperationType
 Array = np.ndarray[Any, Any]
+#: Element types of the non-float32 tensors some operations take (see ``support.py``).
+_DTYPES = {OperandType.TENSOR_INT32: "int32", OperandType.TENSOR_BOOL8: "bool"}
 
 
 def static_context(model: Model, index: int) -> OperationContext:
@@ -47,7 +49,8 @@ class Lowerer:
         self._values: dict[int, int] = {}
         self._output_of = {k: j for j, k in enumerate(model.outputs)}
         for position, k in enumerate(model.inputs):
-            self._values[k] = self.graph.add(Value(model.inferred_dims[k], input=position))
+            self._values[k] = self.graph.add(Value(model.inferred_dims[k], input=position,
+                                                   dtype=self.dtype(k)))
             self.graph.inputs.append(self._values[k])
 
     # -- values ------------------------------------------------------------------------------
@@ -60,10 +63,14 @@ class Lowerer:
             return self.model.constant_value(operand)
         return None
 
-    def constant(self, array: Array) -> Ref:
-        """A new constant value holding ``array`` as C-contiguous float32."""
-        arr = np.ascontiguousarray(array, dtype=np.float32)
-        return Ref(self.graph.add(Value(tuple(arr.shape), const=arr)))
+    def constant(self, array: Array, dtype: str = "float32") -> Ref:
+        """A new constant value holding ``array`` as C-contiguous ``dtype`` (float32)."""
+        arr = np.ascontiguousarray(array, dtype=np.dtype(dtype))
+        return Ref(self.graph.add(Value(tuple(arr.shape), const=arr, dtype=dtype)))
+
+    def dtype(self, operand: int) -> str:
+        """The element type of ``operand``'s values: float32, int32 or bool."""
+        return _DTYPES.get(self.model.operands[operand].type, "float32")
 
     def ref(self, operand: int) -> Ref:
         """The value of ``operand``: produced earlier, a model input, or a constant."""
@@ -72,7 +79,7 @@ class Lowerer:
         value = self.const_of(operand)
         if value is None:
             raise OpFailed(f"operand {operand} is read before it is computed")
-        ref = self.constant(value)
+        ref = self.constant(value, self.dtype(operand))
         self._values[operand] = ref.value
         return ref
 
@@ -82,7 +89,8 @@ class Lowerer:
 
     def result(self, operand: int) -> int:
         """A new value for operation output ``operand`` (a model output if it is one)."""
-        value = self.graph.add(Value(self.shape(operand), output=self._output_of.get(operand)))
+        value = self.graph.add(Value(self.shape(operand), output=self._output_of.get(operand),
+                                     dtype=self.dtype(operand)))
         self._values[operand] = value
         return value
 
@@ -117,7 +125,8 @@ class Lowerer:
             self.emit("copy", out, [source], op)
             return Ref(out)
         alias = source.value if isinstance(source, Ref) else None
-        value = self.graph.add(Value(shape, alias=alias))
+        dtype = self.graph.values[source.value].dtype if isinstance(source, Ref) else "float32"
+        value = self.graph.add(Value(shape, alias=alias, dtype=dtype))
         if operand is not None:
             self._values[operand] = value
         self.graph.nodes.append(Node(kernel, value, args, (op,), view=True))
@@ -130,7 +139,7 @@ class Lowerer:
             value = self._values.get(k)
             if value is None or graph.values[value].output != j:
                 source = self.ref(k)
-                out = graph.add(Value(self.shape(k), output=j))
+                out = graph.add(Value(self.shape(k), output=j, dtype=self.dtype(k)))
                 graph.nodes.append(Node("copy", out, [source], ()))
                 value = out
             graph.outputs.append(value)
@@ -207,10 +216,15 @@ LOWERINGS: dict[OperationType, Lowering] = {
 
 def lower(model: Model, folded: Mapping[int, Array], skip: tuple[int, ...]) -> Graph:
     """The graph of ``model``'s operations, except the folded ones (``skip``)."""
+    from nnrt.drivers.cpu.lowering_data import DATA_LOWERINGS  # noqa: PLC0415 - mutual import
     from nnrt.drivers.cpu.lowering_ext import EXT_LOWERINGS  # noqa: PLC0415 - mutual import
+    from nnrt.drivers.cpu.lowering_lstm import LSTM_LOWERINGS  # noqa: PLC0415 - mutual import
+    from nnrt.drivers.cpu.lowering_math import MATH_LOWERINGS  # noqa: PLC0415 - mutual import
     from nnrt.drivers.cpu.lowering_nn import NN_LOWERINGS  # noqa: PLC0415 - mutual import
+    from nnrt.drivers.cpu.lowering_typed import TYPED_LOWERINGS  # noqa: PLC0415 - mutual import
 
-    table = {**LOWERINGS, **NN_LOWERINGS, **EXT_LOWERINGS}
+    table = {**LOWERINGS, **NN_LOWERINGS, **EXT_LOWERINGS, **MATH_LOWERINGS, **DATA_LOWERINGS,
+             **LSTM_LOWERINGS, **TYPED_LOWERINGS}
     lw = Lowerer(model, folded)
     skipped = set(skip)
     for index in model.run_order:

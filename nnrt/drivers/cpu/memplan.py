@@ -96,6 +96,8 @@ def plan_memory(graph: Graph) -> MemoryPlan:
         count = 1
         for d in graph.values[root].shape:
             count *= d
+        if graph.values[root].dtype == "bool":  # one byte each: a quarter of the elements
+            count = -(-count // 4)
         sizes[root] = _aligned(count)
     order = sorted(ranges, key=lambda r: (-sizes[r], ranges[r][0], r))
     placed: list[Buffer] = []

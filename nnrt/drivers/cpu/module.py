@@ -38,7 +38,8 @@ MAX_SCRATCH_ELEMENTS = 1 << 30
 _MAX_SOURCE = 16 << 20
 _MAX_NAME = 64
 _MAX_RANK = 8
-_DTYPES = {"float32": np.dtype(np.float32), "int32": np.dtype(np.int32)}
+_DTYPES = {"float32": np.dtype(np.float32), "int32": np.dtype(np.int32),
+           "bool": np.dtype(np.bool_)}
 #: Most tuned operations a module may record.
 MAX_CHOICES = 1 << 16
 _KEYS = {"format", "source", "entry_points", "tensors", "scratch"}

@@ -1,17 +1,24 @@
 """Which operations the cpu plugin selects, and why it rejects the others.
 
 An operation is selected when the compiler has a lowering for its type, its data tensors are
-TENSOR_FLOAT32 of static shape, every parameter (scalars, axes, shapes, permutations, flags) is
-a constant, and its variant is implemented (no dilation). The reason for a rejection names the
-first rule the operation breaks: "operation type GATHER not accelerated", "TENSOR_FLOAT16 not
-supported", "input 3 (stride_width) is not a constant", "dilated CONV_2D not supported".
+TENSOR_FLOAT32 of static shape (TENSOR_INT32 / TENSOR_BOOL8 too for the operations of
+``_TYPED``: integer arithmetic, comparisons, logic, SELECT, CAST, data movement; GATHER's
+indices may be TENSOR_INT32 computed at execution), every parameter (scalars, axes, shapes,
+permutations, flags) is a constant, its outputs have static non-empty shapes, and its variant
+is implemented (no dilation). The reason for a rejection names the first rule the operation
+breaks: "operation type TOPK_V2 not accelerated", "TENSOR_FLOAT16 not supported", "input 3
+(stride_width) is not a constant", "dilated CONV_2D not supported".
 """
 
 from __future__ import annotations
 
 from nnrt.drivers.cpu.lowering import LOWERINGS, static_context
+from nnrt.drivers.cpu.lowering_data import DATA_LOWERINGS
 from nnrt.drivers.cpu.lowering_ext import EXT_LOWERINGS
+from nnrt.drivers.cpu.lowering_lstm import LSTM_LOWERINGS
+from nnrt.drivers.cpu.lowering_math import MATH_LOWERINGS
 from nnrt.drivers.cpu.lowering_nn import NN_LOWERINGS, conv_geometry
+from nnrt.drivers.cpu.lowering_typed import TYPED_LOWERINGS
 from nnrt.errors import NnrtError
 from nnrt.model.model import Model
 from nnrt.model.operation import operation_name
@@ -24,8 +31,30 @@ T = OperandType
 Op = OperationType
 
 #: Operation types the compiler can lower.
-ACCELERATED = frozenset(LOWERINGS) | frozenset(NN_LOWERINGS) | frozenset(EXT_LOWERINGS)
+ACCELERATED = (frozenset(LOWERINGS) | frozenset(NN_LOWERINGS) | frozenset(EXT_LOWERINGS)
+               | frozenset(MATH_LOWERINGS) | frozenset(DATA_LOWERINGS)
+               | frozenset(LSTM_LOWERINGS) | frozenset(TYPED_LOWERINGS))
 _PARAMETER_TYPES = (T.INT32, T.UINT32, T.FLOAT32, T.BOOL, T.TENSOR_INT32)
+#: (operation, input slot, type) of int32 data the kernels read at execution (static shape
+#: required, not a constant): GATHER's indices, range-checked by the kernel.
+_RUNTIME_INT32 = frozenset({(Op.GATHER, 2, T.TENSOR_INT32)})
+
+_FLOAT = frozenset({T.TENSOR_FLOAT32})
+_FLOAT_INT = _FLOAT | {T.TENSOR_INT32}
+_ANY = _FLOAT_INT | {T.TENSOR_BOOL8}
+#: Operations whose data tensors may be int32 or bool as well: their data input slots and the
+#: types accepted there (and for their outputs). Every other operation computes in float32:
+#: its input 0 and outputs must be TENSOR_FLOAT32.
+_TYPED: dict[OperationType, tuple[tuple[int, ...], frozenset[OperandType]]] = {
+    **dict.fromkeys((Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM), ((0, 1), _FLOAT_INT)),
+    **dict.fromkeys((Op.ABS, Op.NEG, Op.EXPAND_DIMS, Op.GATHER, Op.SLICE, Op.TILE, Op.SPLIT,
+                     Op.REVERSE, Op.MIRROR_PAD, Op.ARGMAX, Op.ARGMIN), ((0,), _FLOAT_INT)),
+    **dict.fromkeys((Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS,
+                     Op.LESS_EQUAL, Op.LOGICAL_AND, Op.LOGICAL_OR), ((0, 1), _ANY)),
+    Op.LOGICAL_NOT: ((0,), _ANY),
+    Op.SELECT: ((0, 1, 2), _ANY),
+    Op.CAST: ((0,), _ANY),
+}
 
 
 def unsupported_reason(model: Model, index: int) -> str | None:
@@ -36,15 +65,17 @@ def unsupported_reason(model: Model, index: int) -> str | None:
     operands = model.operands
     inferred = model.inferred_dims
     ctx = static_context(model, index)
+    data_slots, types = _TYPED.get(op.type, ((0,), _FLOAT))
     data = operands[op.inputs[0]].type
-    if data != T.TENSOR_FLOAT32:
+    if data not in types:
         return f"{data.name} not supported"
     for slot, k in enumerate(op.inputs):
         operand = operands[k]
         if operand.is_omitted:
             continue
         name = ctx.where(input=slot).split(", ", 1)[1]
-        if operand.type == T.TENSOR_FLOAT32:
+        if (operand.type == T.TENSOR_FLOAT32 or (slot in data_slots and operand.type in types)
+                or (op.type, slot, operand.type) in _RUNTIME_INT32):
             dims = inferred[k]
             if not dims or not all(d > 0 for d in dims):
                 return f"{name} has no static shape"
@@ -54,8 +85,10 @@ def unsupported_reason(model: Model, index: int) -> str | None:
         else:
             return f"{name}: {operand.type.name} not supported"
     for k in op.outputs:
-        if operands[k].type != T.TENSOR_FLOAT32:
+        if operands[k].type not in types:
             return f"output operand {k}: {operands[k].type.name} not supported"
+        if not inferred[k] or not all(d > 0 for d in inferred[k]):
+            return f"output operand {k} has no static shape (or is empty)"
     return _variant_reason(model, index)
 
 

