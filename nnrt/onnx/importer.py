@@ -25,7 +25,7 @@ from nnrt.onnx.errors import (
     UnsupportedOnnxModel,
 )
 from nnrt.onnx.graph import Graph, Value
-from nnrt.onnx.node import CONVERTERS, NodeContext
+from nnrt.onnx.node import CONVERTERS, NEWEST_DEFINITION, NodeContext
 from nnrt.onnx.weights import WeightPools
 
 __all__ = ["MAX_OPSET", "MIN_OPSET", "convert_nodes", "graph_inputs", "load", "node_attributes",
@@ -33,8 +33,9 @@ __all__ = ["MAX_OPSET", "MIN_OPSET", "convert_nodes", "graph_inputs", "load", "n
 
 #: The default-domain opsets whose operator definitions the converters implement. A model
 #: declaring a newer opset (up to the installed onnx's newest) is imported when each of its
-#: operators is still defined as at opset 21 (later opsets mostly add types); a node whose
-#: operator was redefined after 21 is reported unsupported.
+#: operators is still defined as at opset 21 (later opsets mostly add types) or as its
+#: converter says it implements; an older one (from 1) when each operator is defined as at
+#: opset 7. Any other node is reported unsupported.
 MIN_OPSET, MAX_OPSET = 7, 21
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -59,7 +60,7 @@ def load(source: str | os.PathLike[str] | bytes | Any, *,
 
 def _import(proto: Any, declared: int, pools: WeightPools,
             input_shapes: Mapping[str, Sequence[int]]) -> Model:
-    opset = min(declared, MAX_OPSET)
+    opset = min(max(declared, MIN_OPSET), MAX_OPSET)
     graph = Graph(opset)
     try:
         initializers = pools.arrays(proto.graph.initializer)
@@ -179,6 +180,11 @@ def _unknown_operators(nodes: Iterable[Any], opset: int) -> list[UnsupportedNode
         elif node.op_type not in CONVERTERS:
             missing.append(UnsupportedNode(node.op_type, node.name,
                                            "no converter for this operator"))
+        elif opset < MIN_OPSET and _since(node.op_type, opset) != _since(node.op_type,
+                                                                         MIN_OPSET):
+            missing.append(UnsupportedNode(
+                node.op_type, node.name, f"{node.op_type} at opset {opset} differs from its "
+                f"opset-{MIN_OPSET} definition, the oldest nnrt implements"))
         elif opset > MAX_OPSET:
             since = _redefined_after(node.op_type, opset)
             if since is not None:
@@ -191,6 +197,16 @@ def _unknown_operators(nodes: Iterable[Any], opset: int) -> list[UnsupportedNode
             for g in attribute.graphs:
                 missing += _unknown_operators(g.node, opset)
     return missing
+
+
+def _since(op_type: str, opset: int) -> int:
+    """The opset that introduced the definition of ``op_type`` in force at ``opset``."""
+    from onnx import defs  # noqa: PLC0415 - the onnx extra
+
+    try:
+        return int(defs.get_schema(op_type, opset).since_version)
+    except defs.SchemaError:
+        return -1
 
 
 def _redefined_after(op_type: str, opset: int) -> int | None:
@@ -208,12 +224,13 @@ def _redefined_after(op_type: str, opset: int) -> int | None:
     except defs.SchemaError:
         return opset
     changed: int | None = None
+    implemented = max(MAX_OPSET, NEWEST_DEFINITION.get(op_type, MAX_OPSET))
     while schema.since_version > MAX_OPSET:
         try:
             previous = defs.get_schema(op_type, schema.since_version - 1)
         except defs.SchemaError:
             return int(schema.since_version)  # a new operator
-        if not _adds_types_only(previous, schema):
+        if schema.since_version > implemented and not _adds_types_only(previous, schema):
             changed = int(schema.since_version)
         schema = previous
     return changed
@@ -304,10 +321,10 @@ def _default_opset(proto: Any) -> int:
     for entry in proto.opset_import:
         if entry.domain in _DEFAULT_DOMAINS:
             version = int(entry.version)
-            if not MIN_OPSET <= version <= _newest_opset():
+            if not 1 <= version <= _newest_opset():
                 raise UnsupportedOnnxModel([UnsupportedNode(
                     "(model)", "", f"default-domain opset {version} is outside the supported "
-                    f"range {MIN_OPSET}..{_newest_opset()}")])
+                    f"range 1..{_newest_opset()}")])
             return version
     raise BadData("the ONNX model imports no default-domain opset")
 

@@ -22,7 +22,7 @@ import numpy as np
 from nnrt.onnx.errors import NodeUnsupported
 from nnrt.onnx.graph import Graph, Value
 
-__all__ = ["CONVERTERS", "Converter", "NodeContext", "converter"]
+__all__ = ["CONVERTERS", "NEWEST_DEFINITION", "Converter", "NodeContext", "converter"]
 
 Array = np.ndarray[Any, Any]
 
@@ -102,15 +102,22 @@ Converter = Callable[[NodeContext], Sequence[Value]]
 #: ONNX operator type (default domain) -> converter.
 CONVERTERS: dict[str, Converter] = {}
 
+#: ONNX operator type -> the newest opset whose definition of it the converter implements, for
+#: converters that implement a definition newer than opset 21 (the importer's baseline).
+NEWEST_DEFINITION: dict[str, int] = {}
 
-def converter(*op_types: str) -> Callable[[Converter], Converter]:
-    """Register the decorated function as the converter of ``op_types``."""
+
+def converter(*op_types: str, newest: int | None = None) -> Callable[[Converter], Converter]:
+    """Register the decorated function as the converter of ``op_types``; ``newest`` is the
+    newest opset whose definition it implements, when that is past opset 21."""
 
     def decorate(fn: Converter) -> Converter:
         for op_type in op_types:
             if op_type in CONVERTERS:
                 raise RuntimeError(f"ONNX operator {op_type} has two converters")
             CONVERTERS[op_type] = fn
+            if newest is not None:
+                NEWEST_DEFINITION[op_type] = newest
         return fn
 
     return decorate

@@ -117,7 +117,8 @@ def _mutate(rng: random.Random, variant: Any) -> Any:
     inputs = list(variant.inputs)
     outputs = list(variant.outputs)
     kind = rng.choice(["scalar", "values", "dims", "drop", "out_dims"])
-    slots = [i for i, a in enumerate(inputs) if not a.omitted]
+    # a SUBGRAPH argument (IF / WHILE) holds a model, not values: mutations leave it alone
+    slots = [i for i, a in enumerate(inputs) if not a.omitted and a.type != T.SUBGRAPH]
     if kind == "scalar":
         scalars = [i for i in slots if inputs[i].scalar]
         if scalars:

@@ -241,21 +241,24 @@ def expand_to(n: NodeContext, value: Value, shape: tuple[int, ...]) -> Value:
     return binary(n, Op.MUL, value, ones)
 
 
-@converter("Cast")
+@converter("Cast", newest=25)
 def cast(n: NodeContext) -> list[Value]:
-    """Cast to float32 / float16 / int32 / int64 / bool: NNAPI CAST (float -> int truncates)."""
+    """Cast to float32 / float16 / int32 / int64 / bool: NNAPI CAST (float -> int truncates).
+    ``round_mode`` (opset 24) only applies to float8e8m0 targets, which nnrt has not."""
     to = int(n.attr("to"))
     n.attr("saturate")
+    n.attr("round_mode")
     target = ONNX_NUMPY.get(to)
     if target is None or target in (np.uint8, np.int8):
         n.fail(f"cast to element type {to} is not supported")
     return [cast_to(n, n.input(0), target)]
 
 
-@converter("CastLike")
+@converter("CastLike", newest=25)
 def cast_like(n: NodeContext) -> list[Value]:
     """CastLike: Cast to the element type of input 1."""
     n.attr("saturate")
+    n.attr("round_mode")
     target = n.input(1).dtype
     if target in (np.uint8, np.int8):
         n.fail(f"cast to {target} is not supported")

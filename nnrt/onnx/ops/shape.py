@@ -210,10 +210,10 @@ def size(n: NodeContext) -> list[Value]:
     return [n.graph.const(np.asarray(math.prod(shape_of(n, n.input(0))), np.int64))]
 
 
-@converter("Range")
+@converter("Range", newest=27)
 def range_(n: NodeContext) -> list[Value]:
     """Range on known start / limit / delta; floats accumulate ``start + delta + delta ...`` in
-    their own type, as ONNX defines it."""
+    their own type, as ONNX defines it — float16 in float32 from opset 27 (``stash_type``)."""
     start, limit, delta = (n.const_input(i, what) for i, what in
                            enumerate(("start", "limit", "delta")))
     if not start.size == limit.size == delta.size == 1:
@@ -226,12 +226,16 @@ def range_(n: NodeContext) -> list[Value]:
         a, b, d = int(start), int(limit), int(delta)
         count = max(-((a - b) // d), 0)
         return [n.graph.const(np.asarray(a + d * np.arange(count, dtype=np.int64), dtype))]
-    span = np.subtract(limit, start, dtype=dtype)  # in the values' type, as ONNX Runtime does
+    stash = n.attr("stash_type", 1 if n.has_attr("stash_type") else None)
+    if stash not in (None, 1):
+        n.fail(f"stash_type {stash} is not supported (only 1, float32)")
+    work = np.dtype(np.float32) if stash == 1 and dtype == np.float16 else dtype
+    span = np.subtract(limit, start, dtype=work)  # in the values' type, as ONNX Runtime does
     count = max(math.ceil(float(span) / float(delta)), 0)
-    steps = np.full(count, delta, dtype)
+    steps = np.full(count, delta, work)
     if count:
         steps[0] = start
-    return [n.graph.const(np.add.accumulate(steps, dtype=dtype))]
+    return [n.graph.const(np.add.accumulate(steps, dtype=work).astype(dtype))]
 
 
 @converter("ConstantOfShape")

@@ -441,14 +441,26 @@ def depth_to_space(n: NodeContext) -> list[Value]:
     return carried(n, [x], build)
 
 
-@converter("SpaceToDepth")
+@converter("SpaceToDepth", newest=28)
 def space_to_depth(n: NodeContext) -> list[Value]:
-    """SpaceToDepth: NNAPI SPACE_TO_DEPTH with the NCHW flag."""
+    """SpaceToDepth: NNAPI SPACE_TO_DEPTH with the NCHW flag is mode DCR (the only mode before
+    opset 28); CRD then reorders the channels with a GATHER."""
     x = n.input(0)
     (batch, c, h, w), b = _blocks(n, x)
+    mode = n.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        n.fail(f"mode {mode!r} is not supported")
     if h % b or w % b:
         n.fail(f"blocksize {b} does not divide height {h} and width {w}")
     if x.const is not None:
+        order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
         return [_known(x, x.const.reshape(batch, c, h // b, b, w // b, b)
-                       .transpose(0, 3, 5, 1, 2, 4).reshape(batch, c * b * b, h // b, w // b))]
-    return carried(n, [x], lambda vs, _: [n.graph.op(Op.SPACE_TO_DEPTH, vs[0], b, True)])
+                       .transpose(order).reshape(batch, c * b * b, h // b, w // b))]
+    # CRD channel k * b * b + i * b + j is DCR channel (i * b + j) * c + k
+    crd = _ints(np.arange(c * b * b).reshape(b * b, c).T.reshape(-1))
+
+    def build(vs: list[Value], _: Any) -> list[Value]:
+        y = n.graph.op(Op.SPACE_TO_DEPTH, vs[0], b, True)
+        return [y if mode == "DCR" else n.graph.op(Op.GATHER, y, 1, crd)]
+
+    return carried(n, [x], build)

@@ -116,11 +116,19 @@ def test_every_unsupported_node_is_reported_at_once() -> None:
     assert "cast to element type 11" in info.value.nodes[1].reason
 
 
-def test_opset_range_is_enforced() -> None:
-    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", TP.FLOAT, [2])],
-                   [_vi("y", TP.FLOAT, [2])], opset=6)
-    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="opset 6 is outside"):
-        nnrt.onnx.load(model)
+def test_old_opsets_import_operators_defined_as_at_opset_7() -> None:
+    same = _model([helper.make_node("Not", ["x"], ["y"])], [_vi("x", TP.BOOL, [2])],
+                  [_vi("y", TP.BOOL, [2])], opset=1)  # Not is unchanged since opset 1
+    np.testing.assert_array_equal(_nnrt(same, {"x": np.array([True, False])})[0],
+                                  [False, True])
+    changed = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", TP.FLOAT, [2])],
+                     [_vi("y", TP.FLOAT, [2])], opset=5)  # Relu-1 had consumed_inputs
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="differs from its opset-7"):
+        nnrt.onnx.load(changed)
+    helper_model = _model([], [], [], opset=1)
+    helper_model.opset_import[0].version = 0
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="opset 0 is outside"):
+        nnrt.onnx.load(helper_model)
 
 
 def test_newer_opsets_import_operators_that_only_gained_types() -> None:
