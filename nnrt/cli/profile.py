@@ -40,7 +40,8 @@ __all__ = ["Entry", "Profile", "StepTime", "profile_model"]
 Array = np.ndarray[Any, Any]
 _ENTRY = "profiled"
 #: The cpu-code helper binding arena slots: not a kernel call of a node.
-_SLOT = "slot"
+#: Kernels that only hand out scratch-arena views (not operations).
+_SLOTS = frozenset({"slot", "typed_slot"})
 
 
 @dataclass(frozen=True)
@@ -232,7 +233,7 @@ class _CpuStep(_StepTimer):
         outputs = [np.empty(dims, dtype) for dims, dtype in self._outputs]
         self._calls.clear()
         self._dispatch.invoke(self._executable, inputs, outputs)
-        calls = [c for c in self._calls if c[0] != _SLOT][self._leading_views:]
+        calls = [c for c in self._calls if c[0] not in _SLOTS][self._leading_views:]
         if [name for name, _ in calls] != [node.kernel for node in self._nodes]:
             raise OpFailed("profile: the cpu code's kernel calls do not match its graph's "
                            f"nodes ({len(calls)} calls, {len(self._nodes)} nodes)")

@@ -183,3 +183,25 @@ def test_the_profile_times_every_operation_of_every_step(split: int) -> None:
     text = profile.render(top=3)
     assert f"slowest {min(3, len(profile.entries))} of {len(profile.entries)}" in text
     assert "SOFTMAX" in text
+
+
+def test_the_profile_skips_the_views_of_int_and_bool_values() -> None:
+    """Comparisons and SELECT keep bool / int32 values in typed arena views (``typed_slot``
+    calls, not operations): the profile still lines calls up with operations."""
+    import nnrt.onnx
+    from nnrt.cli.profile import profile_model
+    from nnrt.runtime.placement import PlacementReport, StepReport
+
+    nodes = [helper.make_node("Greater", ["x", "t"], ["mask"]),
+             helper.make_node("Where", ["mask", "x", "z"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        [numpy_helper.from_array(np.zeros((4, 8), np.float32), "t"),
+         numpy_helper.from_array(np.full((4, 8), -1.0, np.float32), "z")])
+    model = nnrt.onnx.load(helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17)], ir_version=8))
+    steps = (StepReport(0, "cpu", tuple(model.run_order), "compiled"),)
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    profile = profile_model(model, [x], PlacementReport((), steps), runs=2)
+    assert "GREATER" in profile.render(top=5) and "SELECT" in profile.render(top=5)
