@@ -52,13 +52,9 @@ Array = np.ndarray[Any, Any]
 #: comparison tolerances of a test, which concern the runner, not the backend.
 _RUNNER_KWARGS = frozenset({"rtol", "atol"})
 
-#: How :meth:`nnrt.onnx.node.NodeContext.const_input` says a node input must be a constant.
-_NEEDS_CONSTANT = "must be known at import time"
-
-
 def _only_needs_constants(exc: UnsupportedOnnxModel) -> bool:
     """Whether every node ``exc`` reports fails only for want of a known input."""
-    return all(_NEEDS_CONSTANT in node.reason for node in exc.nodes)
+    return all(node.needs_constant for node in exc.nodes)
 
 
 class _OutputSpec:

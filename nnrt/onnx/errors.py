@@ -6,16 +6,22 @@ from dataclasses import dataclass
 
 from nnrt.errors import Unsupported
 
-__all__ = ["NodeUnsupported", "SubgraphUnsupported", "UnsupportedNode", "UnsupportedOnnxModel"]
+__all__ = ["NeedsConstant", "NodeUnsupported", "SubgraphUnsupported", "UnsupportedNode",
+           "UnsupportedOnnxModel"]
 
 
 @dataclass(frozen=True)
 class UnsupportedNode:
-    """One ONNX node nnrt cannot import, and why."""
+    """One ONNX node nnrt cannot import, and why.
+
+    ``needs_constant`` is set when the only trouble is an input that must be known at import
+    time (a shape, axes, pads...) but is a graph input: binding that input to a value fixes it.
+    """
 
     op_type: str
     name: str
     reason: str
+    needs_constant: bool = False
 
     def __str__(self) -> str:
         return f"{self.op_type} node {self.name!r}: {self.reason}"
@@ -23,6 +29,10 @@ class UnsupportedNode:
 
 class NodeUnsupported(Exception):
     """Raised by a converter: this node (or this use of it) cannot be imported exactly."""
+
+
+class NeedsConstant(NodeUnsupported):
+    """Raised by a converter: an input must be known at import time and is not."""
 
 
 class SubgraphUnsupported(NodeUnsupported):

@@ -19,6 +19,7 @@ from nnrt.errors import BadData
 from nnrt.model.model import Model
 from nnrt.onnx.dtypes import onnx_dtype
 from nnrt.onnx.errors import (
+    NeedsConstant,
     NodeUnsupported,
     SubgraphUnsupported,
     UnsupportedNode,
@@ -97,7 +98,8 @@ def convert_nodes(graph: Graph, nodes: Iterable[Any], opset: int,
             unsupported.extend(exc.nodes)
             poisoned.update(node.output)
         except NodeUnsupported as exc:
-            unsupported.append(UnsupportedNode(node.op_type, node.name, str(exc)))
+            unsupported.append(UnsupportedNode(node.op_type, node.name, str(exc),
+                                               needs_constant=isinstance(exc, NeedsConstant)))
             poisoned.update(node.output)
 
 

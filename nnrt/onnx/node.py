@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from nnrt.onnx.errors import NodeUnsupported
+from nnrt.onnx.errors import NeedsConstant, NodeUnsupported
 from nnrt.onnx.graph import Graph, Value
 
 __all__ = ["CONVERTERS", "NEWEST_DEFINITION", "Converter", "NodeContext", "converter"]
@@ -64,8 +64,9 @@ class NodeContext:
         """The value of input ``i``, which must be known at import time."""
         value = self.input(i)
         if value.const is None:
-            self.fail(f"input {i} ({what}) must be known at import time (a constant, or computed "
-                      "from shapes: pass input_shapes= to nnrt.onnx.load for dynamic inputs)")
+            raise NeedsConstant(f"input {i} ({what}) must be known at import time (a constant, "
+                                "or computed from shapes: pass input_shapes= to nnrt.onnx.load "
+                                "for dynamic inputs)")
         return value.const
 
     def static_shape(self, value: Value, what: str = "input") -> tuple[int, ...]:

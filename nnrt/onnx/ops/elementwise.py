@@ -168,14 +168,18 @@ def max_min(n: NodeContext) -> list[Value]:
 
 @converter("Pow")
 def power(n: NodeContext) -> list[Value]:
-    """Pow: NNAPI POW (float bases; a known exponent is converted to the base's type)."""
+    """Pow: NNAPI POW (float bases; an integer exponent is converted to the base's type)."""
     base, exponent = n.input(0), n.input(1)
     if base.dtype.kind != "f":
         n.fail(f"integer base ({base.dtype}) is not supported (NNAPI POW is float only)")
+    if exponent.dtype != base.dtype and exponent.const is None:
+        if exponent.dtype.kind not in "iu":
+            n.fail(f"exponent of type {exponent.dtype} with a {base.dtype} base")
+        # an integer exponent as a float: exact below 2**24, and beyond that pow over/underflows
+        keep = exponent.shape if not exponent.shape else None
+        exponent = n.graph.op(Op.CAST, exponent, dtype=base.dtype, shape=keep)
     if exponent.dtype != base.dtype:
-        if exponent.const is None:
-            n.fail(f"exponent of type {exponent.dtype} with a {base.dtype} base must be known "
-                   "at import time")
+        assert exponent.const is not None
         converted = exponent.const.astype(base.dtype)
         if not np.array_equal(converted.astype(exponent.const.dtype), exponent.const):
             n.fail("exponent values change when converted to the base's type")

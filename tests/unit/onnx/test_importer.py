@@ -307,3 +307,20 @@ def test_rank0_results_keep_rank0_shape() -> None:
                    [_vi("y", TP.FLOAT, [])], [a])
     got = _nnrt(model, {"x": np.array([2.0], np.float32)})[0]
     assert got.reshape(()) == 6.0
+
+
+def test_an_input_that_must_be_known_is_flagged() -> None:
+    model = _model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="r"),
+                    helper.make_node("Celu", ["x"], ["z"], name="c")],
+                   [_vi("x", TP.FLOAT, [2, 3]), _vi("shape", TP.INT64, [2])],
+                   [_vi("y", TP.FLOAT, [3, 2])])
+    del model.graph.node[1]  # an unknown operator would be reported before conversion
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel) as info:
+        nnrt.onnx.load(model)
+    (node,) = info.value.nodes
+    assert node.needs_constant and "input 1 (shape) must be known at import time" in node.reason
+    bad_cast = _model([helper.make_node("Cast", ["x"], ["y"], to=TP.DOUBLE)],
+                      [_vi("x", TP.FLOAT, [2])], [_vi("y", TP.DOUBLE, [2])])
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel) as info:
+        nnrt.onnx.load(bad_cast)
+    assert not info.value.nodes[0].needs_constant
