@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BASIC_KERNELS", "activate"]
+__all__ = [
+    "ufunc_kernel","BASIC_KERNELS", "activate"]
 
 Array = np.ndarray[Any, Any]
 
@@ -168,6 +169,18 @@ def transpose(out: Array, x: Array, perm: tuple[int, ...]) -> None:
 def concat(out: Array, parts: tuple[Array, ...], axis: int) -> None:
     """CONCATENATION of ``parts`` along ``axis``."""
     np.concatenate(parts, axis=axis, out=out)
+
+
+def ufunc_kernel(ufunc: np.ufunc, doc: str) -> Callable[..., None]:
+    """A kernel applying ``ufunc`` to its inputs into ``out``: ``kernel(out, *inputs)``
+    (broadcasting like the ufunc; ``out`` may be one of the inputs)."""
+
+    def kernel(out: Array, *inputs: Array) -> None:
+        ufunc(*inputs, out=out)
+
+    kernel.__name__ = kernel.__qualname__ = str(ufunc.__name__)
+    kernel.__doc__ = doc
+    return kernel
 
 
 def pack_fc(out: Array, w: Array) -> None:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from nnrt.drivers.cpu.kernels import ufunc_kernel
+
 __all__ = ["MATH_KERNELS"]
 
 Array = np.ndarray[Any, Any]
@@ -28,36 +30,6 @@ _SIXTH = np.float32(1.0 / 6.0)
 
 
 # -- unary -----------------------------------------------------------------------------------
-
-
-def exp(out: Array, x: Array) -> None:
-    """EXP."""
-    np.exp(x, out=out)
-
-
-def log(out: Array, x: Array) -> None:
-    """LOG (``log(0) = -inf``, negative numbers give NaN)."""
-    np.log(x, out=out)
-
-
-def negative(out: Array, x: Array) -> None:
-    """NEG."""
-    np.negative(x, out=out)
-
-
-def absolute(out: Array, x: Array) -> None:
-    """ABS."""
-    np.absolute(x, out=out)
-
-
-def floor(out: Array, x: Array) -> None:
-    """FLOOR."""
-    np.floor(x, out=out)
-
-
-def sin(out: Array, x: Array) -> None:
-    """SIN."""
-    np.sin(x, out=out)
 
 
 def square(out: Array, x: Array) -> None:
@@ -86,21 +58,6 @@ def elu(out: Array, x: Array, alpha: float, tmp: Array) -> None:
 
 
 # -- binary (broadcasting) -------------------------------------------------------------------
-
-
-def maximum(out: Array, a: Array, b: Array) -> None:
-    """MAXIMUM (NaN in either input gives NaN)."""
-    np.maximum(a, b, out=out)
-
-
-def minimum(out: Array, a: Array, b: Array) -> None:
-    """MINIMUM (NaN in either input gives NaN)."""
-    np.minimum(a, b, out=out)
-
-
-def power(out: Array, base: Array, exponent: Array) -> None:
-    """POW, following C ``powf``."""
-    np.power(base, exponent, out=out)
 
 
 def prelu(out: Array, x: Array, alpha: Array) -> None:
@@ -167,9 +124,17 @@ def instance_norm(out: Array, x: Array, gamma: float, beta: float, epsilon: floa
 
 #: The kernels of this module, by name (merged into the cpu kernel table).
 MATH_KERNELS: dict[str, Callable[..., Any]] = {
-    "exp": exp, "log": log, "negative": negative, "absolute": absolute, "floor": floor,
-    "sin": sin, "square": square, "hard_swish": hard_swish, "elu": elu,
-    "maximum": maximum, "minimum": minimum, "power": power, "prelu": prelu,
+    "exp": ufunc_kernel(np.exp, "EXP."),
+    "log": ufunc_kernel(np.log, "LOG (``log(0) = -inf``, negative numbers give NaN)."),
+    "negative": ufunc_kernel(np.negative, "NEG."),
+    "absolute": ufunc_kernel(np.absolute, "ABS."),
+    "floor": ufunc_kernel(np.floor, "FLOOR."),
+    "sin": ufunc_kernel(np.sin, "SIN."),
+    "square": square, "hard_swish": hard_swish, "elu": elu,
+    "maximum": ufunc_kernel(np.maximum, "MAXIMUM (NaN in either input gives NaN)."),
+    "minimum": ufunc_kernel(np.minimum, "MINIMUM (NaN in either input gives NaN)."),
+    "power": ufunc_kernel(np.power, "POW, following C ``powf``."),
+    "prelu": prelu,
     "reduce_sum": reduce_sum, "reduce_prod": reduce_prod, "reduce_max": reduce_max,
     "reduce_min": reduce_min, "log_softmax": log_softmax, "instance_norm": instance_norm,
 }

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from nnrt.drivers.cpu.kernels import ufunc_kernel
+
 __all__ = ["TYPED_KERNELS"]
 
 Array = np.ndarray[Any, Any]
@@ -36,54 +38,6 @@ def typed_slot(arena: Array, offset: int, shape: tuple[int, ...], dtype: str) ->
         raise ValueError(f"slot [{offset}, {offset + words}) is outside the scratch arena "
                          f"({arena.shape[0]} elements)")
     return arena[offset:offset + words].view(kind)[:size].reshape(shape)
-
-
-# -- comparisons and logic -------------------------------------------------------------------
-
-
-def equal(out: Array, a: Array, b: Array) -> None:
-    """EQUAL."""
-    np.equal(a, b, out=out)
-
-
-def not_equal(out: Array, a: Array, b: Array) -> None:
-    """NOT_EQUAL."""
-    np.not_equal(a, b, out=out)
-
-
-def greater(out: Array, a: Array, b: Array) -> None:
-    """GREATER."""
-    np.greater(a, b, out=out)
-
-
-def greater_equal(out: Array, a: Array, b: Array) -> None:
-    """GREATER_EQUAL."""
-    np.greater_equal(a, b, out=out)
-
-
-def less(out: Array, a: Array, b: Array) -> None:
-    """LESS."""
-    np.less(a, b, out=out)
-
-
-def less_equal(out: Array, a: Array, b: Array) -> None:
-    """LESS_EQUAL."""
-    np.less_equal(a, b, out=out)
-
-
-def logical_and(out: Array, a: Array, b: Array) -> None:
-    """LOGICAL_AND."""
-    np.logical_and(a, b, out=out)
-
-
-def logical_or(out: Array, a: Array, b: Array) -> None:
-    """LOGICAL_OR."""
-    np.logical_or(a, b, out=out)
-
-
-def logical_not(out: Array, x: Array) -> None:
-    """LOGICAL_NOT."""
-    np.logical_not(x, out=out)
 
 
 # -- selection and conversion ----------------------------------------------------------------
@@ -121,8 +75,14 @@ def argmin(out: Array, x: Array, axis: int) -> None:
 #: The kernels of this module, by name (merged into the cpu kernel table).
 TYPED_KERNELS: dict[str, Callable[..., Any]] = {
     "typed_slot": typed_slot,
-    "equal": equal, "not_equal": not_equal, "greater": greater,
-    "greater_equal": greater_equal, "less": less, "less_equal": less_equal,
-    "logical_and": logical_and, "logical_or": logical_or, "logical_not": logical_not,
+    "equal": ufunc_kernel(np.equal, "EQUAL."),
+    "not_equal": ufunc_kernel(np.not_equal, "NOT_EQUAL."),
+    "greater": ufunc_kernel(np.greater, "GREATER."),
+    "greater_equal": ufunc_kernel(np.greater_equal, "GREATER_EQUAL."),
+    "less": ufunc_kernel(np.less, "LESS."),
+    "less_equal": ufunc_kernel(np.less_equal, "LESS_EQUAL."),
+    "logical_and": ufunc_kernel(np.logical_and, "LOGICAL_AND."),
+    "logical_or": ufunc_kernel(np.logical_or, "LOGICAL_OR."),
+    "logical_not": ufunc_kernel(np.logical_not, "LOGICAL_NOT."),
     "select": select, "cast": cast, "argmax": argmax, "argmin": argmin,
 }
