@@ -66,6 +66,13 @@ class Value:
         """Whether every dimension is known."""
         return all(d > 0 for d in self.shape) or (0 in self.shape and self.known)
 
+    def array(self) -> Array:
+        """The known value; ``NodeUnsupported`` when it is only known at execution."""
+        if self.const is None:
+            raise NodeUnsupported(f"value {self.name or '(unnamed)'} is not known at import "
+                                  "time")
+        return self.const
+
     def renamed(self, name: str) -> Value:
         """The same value under another ONNX name."""
         return Value(name, self.dtype, self.shape, self.const, self.tensor)
@@ -122,17 +129,16 @@ class Graph:
         """The operand holding ``value`` (a known value becomes a model constant)."""
         if value.tensor is not None:
             return value.tensor
-        assert value.const is not None
-        pooled = find_memory(value.const) if value.const.ndim else None
-        if pooled is not None and value.const.dtype in (np.float32, np.float16):
+        arr = value.array()
+        pooled = find_memory(arr) if arr.ndim else None
+        if pooled is not None and arr.dtype in (np.float32, np.float16):
             memory, offset = pooled  # an initializer in the weight pool: referenced, not copied
-            arr = value.const
             model = self.builder.model
             op_type = operand_type_for(arr.dtype)
             index = model.add_operand(op_type, arr.shape)
             model.set_operand_value_from_memory(index, memory, offset, arr.nbytes)
             return Tensor(index, op_type, tuple(arr.shape))
-        return self.builder.constant(_operand_array(value.const, value.name))
+        return self.builder.constant(_operand_array(arr, value.name))
 
     @staticmethod
     def pooled(value: Value) -> bool:
@@ -198,8 +204,7 @@ class Graph:
         operands: list[Any] = []
         for a in args:
             if isinstance(a, Value):
-                assert a.const is not None
-                operands.append(b.constant(_operand_array(a.const, a.name)))
+                operands.append(b.constant(_operand_array(a.array(), a.name)))
             else:
                 operands.append(a)
         try:

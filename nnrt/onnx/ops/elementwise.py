@@ -179,9 +179,9 @@ def power(n: NodeContext) -> list[Value]:
         keep = exponent.shape if not exponent.shape else None
         exponent = n.graph.op(Op.CAST, exponent, dtype=base.dtype, shape=keep)
     if exponent.dtype != base.dtype:
-        assert exponent.const is not None
-        converted = exponent.const.astype(base.dtype)
-        if not np.array_equal(converted.astype(exponent.const.dtype), exponent.const):
+        known = exponent.array()
+        converted = known.astype(base.dtype)
+        if not np.array_equal(converted.astype(known.dtype), known):
             n.fail("exponent values change when converted to the base's type")
         exponent = Value(exponent.name, base.dtype, exponent.shape, const=converted)
     return [binary(n, Op.POW, base, exponent)]
@@ -289,8 +289,7 @@ def cast_to(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
 
 
 def _cast_known(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
-    assert x.const is not None
-    src = x.const
+    src = x.array()
     if target.kind in "iu" and src.dtype.kind == "f":
         if not np.isfinite(src).all():
             n.fail("casting NaN or infinity to an integer is undefined")

@@ -116,7 +116,8 @@ def _tap_pool(n: NodeContext, x: Value, window: Window, extra: tuple[int, ...],
             total = g.op(Op.MAXIMUM, total, part)
         else:
             total = g.op(Op.ADD, total, part, 0)
-    assert total is not None
+    if total is None:
+        n.fail("the pooling window has no taps")
     if maximum:
         return total
     return g.op(Op.DIV, total, Value("", x.dtype, tuple(out), const=count.astype(x.dtype)), 0)

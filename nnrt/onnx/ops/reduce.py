@@ -178,8 +178,8 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep: bool) -> tupl
 
 def _reduce_known(n: NodeContext, spec: _Reduction, x: Value, axes: tuple[int, ...],
                   keep: bool) -> Value:
-    assert x.const is not None
-    data = x.const.astype(np.float64) if x.dtype.kind == "f" else x.const
+    known = x.array()
+    data = known.astype(np.float64) if x.dtype.kind == "f" else known
     if data.dtype == np.int32:
         data = data.astype(np.int64)
     with np.errstate(all="ignore"):

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType as Op
+from nnrt.onnx.errors import NodeUnsupported
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.linear import require_float
@@ -211,7 +212,8 @@ def _coordinates(method: _Method, size: int, out: int, scale: np.float32,
         shifted = np.float64(offset) + (i.astype(np.float64) + 0.5) / np.float64(scale)
         return (shifted - 0.5).astype(f)
     if mode == "tf_crop_and_resize":
-        assert roi is not None
+        if roi is None:
+            raise NodeUnsupported("tf_crop_and_resize needs the roi input")
         start, end = roi
         if out == 1:
             return np.full(out, half * (start + end) * f(size - 1), f)
@@ -331,7 +333,8 @@ def _along(n: NodeContext, y: Value, axis: int, taps: _Taps, extrapolation: floa
         fill = np.where(taps.outside, extrapolation, 0.0).astype(y.dtype).reshape(column)
         const = Value("", y.dtype, column, const=fill)
         total = const if total is None else g.op(Op.ADD, total, const, 0)
-    assert total is not None
+    if total is None:
+        n.fail(f"axis {axis}: no output element takes any input")
     return total
 
 
@@ -360,8 +363,7 @@ def _matches(n: NodeContext, op: Op, size: int, out: int, align: bool, half: boo
     probe = np.arange(size, dtype=np.float32).reshape(1, 1, 1, size)
     got = n.graph.op(op, Value("", np.dtype(np.float32), probe.shape, const=probe),
                      out, 1, True, align, half)
-    assert got.const is not None
-    source = got.const.reshape(-1).astype(np.float64)
+    source = got.array().reshape(-1).astype(np.float64)
     if taps is None:
         return np.array_equal(source, np.arange(size))
     if taps.weights is None:
