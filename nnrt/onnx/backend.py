@@ -71,10 +71,13 @@ class _OutputSpec:
                                  if tensor_type.HasField("shape") else None)
 
     def to_onnx(self, result: Array) -> Array:
-        """nnrt's ``result`` for this output in ONNX form (int64 widened, rank 0 restored)."""
+        """nnrt's ``result`` for this output in ONNX form (int64 widened, the 8/16-bit and
+        uint32 integers held in TENSOR_INT32 — always in their type's range — converted back,
+        rank 0 restored)."""
         arr = np.asarray(result)
-        if self.dtype == np.int64 and arr.dtype == np.int32:
-            arr = arr.astype(np.int64)
+        if (self.dtype is not None and self.dtype.kind in "iu" and self.dtype != arr.dtype
+                and arr.dtype == np.int32):
+            arr = arr.astype(self.dtype)
         if self.rank == 0 and arr.shape == (1,):
             arr = arr.reshape(())
         return arr

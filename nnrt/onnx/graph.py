@@ -26,7 +26,7 @@ from nnrt.model.builder import ModelBuilder, Omitted, Tensor
 from nnrt.model.model import Model
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
-from nnrt.onnx.dtypes import operand_type_for
+from nnrt.onnx.dtypes import SMALL_INTS, operand_type_for
 from nnrt.onnx.errors import NodeUnsupported
 
 __all__ = ["Arg", "Graph", "Value"]
@@ -35,6 +35,19 @@ Array = np.ndarray[Any, Any]
 T = OperandType
 
 _INT32 = np.iinfo(np.int32)
+
+#: Operations whose results are values of their inputs (or of an in-range constant), so a
+#: small-integer result needs no wrap-around (see :mod:`nnrt.onnx.smallint`).
+_KEEPS_RANGE = frozenset({
+    OperationType.MAXIMUM, OperationType.MINIMUM, OperationType.SELECT, OperationType.RESHAPE,
+    OperationType.TRANSPOSE, OperationType.CONCATENATION, OperationType.SLICE,
+    OperationType.STRIDED_SLICE, OperationType.GATHER, OperationType.PAD, OperationType.PAD_V2,
+    OperationType.MIRROR_PAD, OperationType.TILE, OperationType.SQUEEZE,
+    OperationType.EXPAND_DIMS, OperationType.SPLIT, OperationType.REVERSE,
+    OperationType.TOPK_V2, OperationType.DEPTH_TO_SPACE, OperationType.SPACE_TO_DEPTH,
+    OperationType.NNRT_GATHER_ND, OperationType.REDUCE_MAX, OperationType.REDUCE_MIN,
+    OperationType.MAX_POOL_2D, OperationType.RESIZE_NEAREST_NEIGHBOR, OperationType.IF,
+})
 
 
 @dataclass(frozen=True)
@@ -176,9 +189,15 @@ class Graph:
             _nnapi_dtype(first.dtype) if first is not None else np.dtype(np.float32)] * outputs
         if fold and all(not isinstance(a, Value) or a.known for a in args):
             folded = self._fold(op_type, args, out_dtypes)
-            if folded is not None:
-                return [self._shaped(self.const(arr, name), shapes, k)
-                        for k, arr in enumerate(folded)]
+            if folded is not None:  # small integers wrap around as numpy's astype does
+                return [self._shaped(self.const(
+                    arr.astype(out_dtypes[k]) if out_dtypes[k] in SMALL_INTS else arr, name),
+                    shapes, k) for k, arr in enumerate(folded)]
+        small = next((d for d in out_dtypes if d in SMALL_INTS), None)
+        if small is not None and op_type not in _KEEPS_RANGE and not (
+                op_type == OperationType.CAST and first is not None and first.dtype == small):
+            raise NodeUnsupported(f"{operation_name(op_type)} on {small} values may leave the "
+                                  f"{small} range, and nnrt has no exact import of it here")
         operands = [self.tensor(a) if isinstance(a, Value) else a for a in args]
         types = [operand_type_for(d) for d in out_dtypes]
         try:
@@ -234,13 +253,23 @@ class Graph:
 
 
 def _nnapi_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The dtype of an operation result on ``dtype`` values (int64 is held as int32; the
+    :data:`SMALL_INTS` keep their ONNX type, their operands being TENSOR_INT32)."""
     return np.dtype(np.int32) if dtype == np.int64 else np.dtype(dtype)
 
 
 def _operand_array(array: Array, name: str) -> Array:
-    """``array`` as an operand value: int64 narrowed to int32 (range checked), scalars as [1]."""
+    """``array`` as an operand value: int64 and uint32 narrowed to int32 (range checked), the
+    other small integers widened to int32, scalars as [1]."""
     arr = array
-    if arr.dtype == np.int64:
+    if arr.dtype == np.uint32:
+        if arr.size and arr.max() > _INT32.max:
+            raise NodeUnsupported(f"value {name or '(constant)'} holds uint32 values above "
+                                  "2**31 - 1, which NNAPI's TENSOR_INT32 cannot hold")
+        arr = arr.astype(np.int32)
+    elif arr.dtype in SMALL_INTS:
+        arr = arr.astype(np.int32)
+    elif arr.dtype == np.int64:
         if arr.size and (arr.min() < _INT32.min or arr.max() > _INT32.max):
             raise NodeUnsupported(f"value {name or '(constant)'} holds int64 values outside the "
                                   "int32 range NNAPI tensors can hold")

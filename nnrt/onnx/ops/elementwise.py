@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType as Op
-from nnrt.onnx.dtypes import ONNX_NUMPY
+from nnrt.onnx.dtypes import ONNX_NUMPY, SMALL_INTS
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
+from nnrt.onnx.smallint import as_int32, fits, retagged, wrap
 
 Array = np.ndarray[Any, Any]
 
@@ -27,6 +28,8 @@ _UNARY = {"Sqrt": Op.SQRT, "Exp": Op.EXP, "Log": Op.LOG, "Tanh": Op.TANH,
 _COMPARE = {"Equal": Op.EQUAL, "Greater": Op.GREATER, "GreaterOrEqual": Op.GREATER_EQUAL,
             "Less": Op.LESS, "LessOrEqual": Op.LESS_EQUAL}
 _BOOL = np.dtype(np.bool_)
+_INT32 = np.dtype(np.int32)
+_BYTE = 256
 
 
 def _same_dtype(n: NodeContext, *values: Value) -> None:
@@ -61,7 +64,31 @@ def arithmetic(n: NodeContext) -> list[Value]:
     """Add, Sub, Mul: NNAPI ADD / SUB / MUL."""
     a, b = n.input(0), n.input(1)
     _same_dtype(n, a, b)
+    if a.dtype in SMALL_INTS:
+        return [_small_arithmetic(n, a, b)]
     return [binary(n, _BINARY[n.op_type], a, b)]
+
+
+def _small_arithmetic(n: NodeContext, a: Value, b: Value) -> Value:
+    """Add, Sub, Mul on small integers: in int32, wrapped around into the type's range. A
+    uint16 product can pass int32's range, so it is ``(a_lo * b + ((a_hi * b) mod 256) * 256)
+    mod 2**16`` with ``a = a_hi * 256 + a_lo`` (every term below 2**25)."""
+    dtype, op = a.dtype, _BINARY[n.op_type]
+    if dtype == np.uint16 and op == Op.MUL and not (a.known and b.known):
+        g = n.graph
+        a32, b32, byte = as_int32(a), as_int32(b), _int32_scalar(_BYTE)
+        high = binary(n, Op.DIV, a32, byte)
+        low = binary(n, Op.SUB, a32, binary(n, Op.MUL, high, byte))
+        carried = binary(n, Op.MUL, as_int32(wrap(g, binary(n, Op.MUL, high, b32), np.uint8)),
+                         byte)
+        total = binary(n, Op.ADD, binary(n, Op.MUL, low, b32), carried)
+        return wrap(g, total, dtype, f"{n.op_type} of {dtype} values")
+    return wrap(n.graph, binary(n, op, as_int32(a), as_int32(b)), dtype,
+                f"{n.op_type} of {dtype} values")
+
+
+def _int32_scalar(x: int) -> Value:
+    return Value("", _INT32, (), const=np.asarray(x, np.int32))
 
 
 @converter("Div")
@@ -72,6 +99,15 @@ def div(n: NodeContext) -> list[Value]:
     _same_dtype(n, a, b)
     if a.dtype.kind == "f":
         return [binary(n, Op.DIV, a, b)]
+    if a.dtype in SMALL_INTS:
+        dtype = a.dtype
+        if dtype.kind == "u":  # non-negative: flooring is truncating, and |a / b| <= a
+            return [retagged(binary(n, Op.DIV, as_int32(a), as_int32(b)), dtype)]
+        return [wrap(n.graph, _truncating_div(n, as_int32(a), as_int32(b)), dtype)]
+    return [_truncating_div(n, a, b)]
+
+
+def _truncating_div(n: NodeContext, a: Value, b: Value) -> Value:
     g = n.graph
     shape = _broadcast_shape(n, a, b)
     if any(d <= 0 for d in shape):
@@ -82,15 +118,21 @@ def div(n: NodeContext) -> list[Value]:
     zero = _scalar_like(a, 0)
     differ = binary(n, Op.NOT_EQUAL, binary(n, Op.LESS, a, zero, dtype=_BOOL),
                     binary(n, Op.LESS, b, zero, dtype=_BOOL), dtype=_BOOL)
-    return [g.op(Op.SELECT, differ, g.op(Op.NEG, magnitude, shape=keep), magnitude,
-                 dtype=magnitude.dtype, shape=keep)]
+    return g.op(Op.SELECT, differ, g.op(Op.NEG, magnitude, shape=keep), magnitude,
+                dtype=magnitude.dtype, shape=keep)
 
 
 @converter("Sqrt", "Exp", "Log", "Tanh", "Sigmoid", "Abs", "Neg", "Floor", "Erf", "Sin")
 def unary(n: NodeContext) -> list[Value]:
     """One NNAPI operation per operator (Erf: com.nnrt.ERF)."""
     x = n.input(0)
-    return [n.graph.op(_UNARY[n.op_type], x, shape=x.shape if not x.shape else None)]
+    keep = x.shape if not x.shape else None
+    if x.dtype in SMALL_INTS and n.op_type in ("Abs", "Neg"):
+        if n.op_type == "Abs" and x.dtype.kind == "u":
+            return [x]
+        y = n.graph.op(_UNARY[n.op_type], as_int32(x), shape=keep)
+        return [wrap(n.graph, y, x.dtype, f"{n.op_type} of {x.dtype} values")]
+    return [n.graph.op(_UNARY[n.op_type], x, shape=keep)]
 
 
 @converter("Ceil")
@@ -241,19 +283,23 @@ def expand_to(n: NodeContext, value: Value, shape: tuple[int, ...]) -> Value:
     if value.dtype == _BOOL:
         ones = Value("", _BOOL, shape, const=np.ones(shape, np.bool_))
         return binary(n, Op.LOGICAL_AND, value, ones, dtype=_BOOL)
+    if value.dtype in SMALL_INTS:  # x * 1 stays in range
+        return retagged(expand_to(n, as_int32(value), shape), value.dtype)
     ones = Value("", value.dtype, shape, const=np.ones(shape, value.dtype))
     return binary(n, Op.MUL, value, ones)
 
 
 @converter("Cast", newest=25)
 def cast(n: NodeContext) -> list[Value]:
-    """Cast to float32 / float16 / int32 / int64 / bool: NNAPI CAST (float -> int truncates).
-    ``round_mode`` (opset 24) only applies to float8e8m0 targets, which nnrt has not."""
+    """Cast to float32 / float16 / int32 / int64 / bool and the small integers: NNAPI CAST
+    (float -> int truncates), then wrapped around into a small integer type's range as
+    onnxruntime does. ``round_mode`` (opset 24) only applies to float8e8m0 targets, which nnrt
+    has not."""
     to = int(n.attr("to"))
     n.attr("saturate")
     n.attr("round_mode")
     target = ONNX_NUMPY.get(to)
-    if target is None or target in (np.uint8, np.int8):
+    if target is None:
         n.fail(f"cast to element type {to} is not supported")
     return [cast_to(n, n.input(0), target)]
 
@@ -264,8 +310,6 @@ def cast_like(n: NodeContext) -> list[Value]:
     n.attr("saturate")
     n.attr("round_mode")
     target = n.input(1).dtype
-    if target in (np.uint8, np.int8):
-        n.fail(f"cast to {target} is not supported")
     return [cast_to(n, n.input(0), target)]
 
 
@@ -273,6 +317,10 @@ def cast_to(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
     """``x`` converted to ``target`` with ONNX's Cast semantics."""
     if x.const is not None:
         return _cast_known(n, x, target)
+    if target in SMALL_INTS or x.dtype in SMALL_INTS:
+        small = _cast_small(n, x, target)
+        if small is not None:
+            return small
     same = {np.dtype(np.int64): np.dtype(np.int32)}
     if same.get(target, target) == same.get(x.dtype, x.dtype):
         return Value(x.name, target, x.shape, tensor=x.tensor)
@@ -288,10 +336,47 @@ def cast_to(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
     return n.graph.op(Op.CAST, x, dtype=same.get(target, target), shape=keep)
 
 
+def _cast_small(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value | None:
+    """A cast from or to a small integer type held in TENSOR_INT32 (None: a plain CAST).
+
+    Integers keep their operand when every source value is a target value (uint32 values are
+    held below 2**31) and are wrapped around otherwise. A float is truncated and reduced modulo
+    ``2**bits`` in float arithmetic, exact for every finite value (``t - floor(t / 2**bits) *
+    2**bits``: a power-of-two scaling, and a difference of nearby floats), before the CAST to
+    int32: onnxruntime's result, which truncates to an integer and keeps its low bits.
+    """
+    g, keep = n.graph, x.shape if not x.shape else None
+    if x.dtype.kind in "iu" and target.kind in "iu":
+        if target in (np.int32, np.int64) or fits(x.dtype, target) or (
+                x.dtype == np.uint32 and target == np.int32):
+            return retagged(x, target)
+        return wrap(g, as_int32(x), target, f"Cast of {x.dtype} values to {target}")
+    if x.dtype.kind == "f" and target in SMALL_INTS:
+        if target == np.uint32:
+            n.fail(f"Cast of {x.dtype} values to uint32 may give values above 2**31 - 1, the "
+                   "largest nnrt holds (uint32 tensors travel as TENSOR_INT32)")
+        zero = _scalar_like(x, 0)
+        floored = g.op(Op.FLOOR, g.op(Op.ABS, x, shape=keep), shape=keep)
+        negative = binary(n, Op.LESS, x, zero, dtype=_BOOL)
+        truncated = g.op(Op.SELECT, negative, g.op(Op.NEG, floored, shape=keep), floored,
+                         dtype=x.dtype, shape=keep)
+        size = _scalar_like(x, 2.0 ** (8 * target.itemsize))
+        turns = g.op(Op.FLOOR, binary(n, Op.DIV, truncated, size), shape=keep)
+        low = binary(n, Op.SUB, truncated, binary(n, Op.MUL, turns, size))
+        return wrap(g, g.op(Op.CAST, low, dtype=_INT32, shape=keep), target)
+    return None  # small integer -> float / bool: a plain CAST / comparison
+
+
 def _cast_known(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
     src = x.array()
     if target.kind in "iu" and src.dtype.kind == "f":
         if not np.isfinite(src).all():
             n.fail("casting NaN or infinity to an integer is undefined")
         src = np.trunc(src)
+        if target in SMALL_INTS:  # onnxruntime keeps the integer's low bits
+            if np.abs(src).max(initial=0) >= 2.0 ** 63:
+                n.fail(f"casting values beyond int64's range to {target} is undefined")
+            src = src.astype(np.int64)
+    elif target in SMALL_INTS and src.dtype.kind in "iu":
+        src = src.astype(np.int64)
     return Value(x.name, target, x.shape, const=src.astype(target))

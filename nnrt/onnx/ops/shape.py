@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType as Op
+from nnrt.onnx.dtypes import SMALL_INTS
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.elementwise import expand_to
+from nnrt.onnx.smallint import as_int32, retagged
 
 __all__ = ["carried", "normalized_axes", "reshaped", "shape_of"]
 
@@ -101,6 +103,9 @@ def carried(n: NodeContext, values: Sequence[Value], build: Build, *,
     dtype of ``values`` (int64 stays int64).
     """
     dtype = values[0].dtype
+    if dtype in SMALL_INTS:  # moved as the int32 values they are held as
+        moved = carried(n, [as_int32(v) for v in values], build, int_kernels=int_kernels)
+        return [retagged(y, dtype) for y in moved]
     if dtype.kind == "f":
         return build(list(values), float)
     if int_kernels and dtype in (np.int32, np.int64):
