@@ -1,4 +1,5 @@
-"""The compile pipeline of one partition: fold, lower and pack, fuse, plan memory, generate.
+"""The compile pipeline of one partition: fold, lower and pack, fold per-channel affine
+constants into convolutions, fuse, plan memory, generate.
 
 :func:`compile_partition` runs the passes in order and returns a :class:`CompiledPartition`
 holding the generated source, its tensors and arena size, plus what each pass did (for tests
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.drivers.cpu.codegen import generate
+from nnrt.drivers.cpu.conv_fold import fold_channel_affine
 from nnrt.drivers.cpu.folding import fold_constants
 from nnrt.drivers.cpu.fusion import elide_output_copies, fuse_activations, fuse_in_place
 from nnrt.drivers.cpu.graph import Graph
@@ -40,19 +42,22 @@ class CompiledPartition:
     activations_fused: int
     in_place_fused: int
     copies_elided: int
+    #: MUL / ADD calls folded into the convolutions before them.
+    affine_folded: int = 0
 
 
 def compile_partition(model: Model, entry: str) -> CompiledPartition:
     """Compile the finished ``model`` (every operation supported) as function ``entry``."""
     values, folded = fold_constants(model)
     graph = lower(model, values, folded)
+    affine = fold_channel_affine(graph)
     activations = fuse_activations(graph)
     in_place = fuse_in_place(graph)
     elided = elide_output_copies(graph)
     plan = plan_memory(graph)
     source, tensors = generate(graph, plan, entry)
     return CompiledPartition(entry, source, tensors, plan.size, folded, graph, plan,
-                             activations, in_place, elided)
+                             activations, in_place, elided, affine)
 
 
 def compile_module(model: Model, entry: str) -> bytes:
