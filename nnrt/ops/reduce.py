@@ -19,7 +19,7 @@ Quantised variants validate but have no reference kernel yet.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,14 +95,13 @@ def _prepare_reduction(ctx: OperationContext, spec: _Reduction) -> list[Shape]:
     if np.ndim(axes_value) != 1:
         ctx.fail(f"expected a 1-D tensor of axes, got shape {np.shape(axes_value)}", input=AXES)
     axes = _normalise_axes(ctx, axes_value, len(shape))
-    keep = _keep_dims(ctx, spec)
-    out: list[int] = []
-    for axis, size in enumerate(shape):
-        if axis not in axes:
-            out.append(size)
-        elif keep:
-            out.append(1)
-    return [tuple(out) or (1,)]
+    return [reduced_shape(shape, axes, _keep_dims(ctx, spec)) or (1,)]
+
+
+def reduced_shape(shape: Sequence[int], axes: Collection[int], keep: bool) -> Shape:
+    """``shape`` reduced over ``axes`` (kept as 1s when ``keep``); ``()`` when all go."""
+    return tuple(1 if axis in axes else size for axis, size in enumerate(shape)
+                 if keep or axis not in axes)
 
 
 def _execute_reduction(ctx: ExecutionContext, spec: _Reduction) -> list[Array]:

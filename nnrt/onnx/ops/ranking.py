@@ -21,7 +21,8 @@ from nnrt.model.types import OperationType as Op
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.elementwise import binary
-from nnrt.onnx.ops.reduce import reduced_shape, require_kernel
+from nnrt.onnx.ops.reduce import require_kernel
+from nnrt.ops.reduce import reduced_shape
 
 Array = np.ndarray[Any, Any]
 

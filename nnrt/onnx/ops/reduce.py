@@ -28,6 +28,7 @@ from nnrt.onnx.dtypes import operand_type_for
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.elementwise import binary
+from nnrt.ops.reduce import reduced_shape
 from nnrt.ops.registry import definitions
 
 Array = np.ndarray[Any, Any]
@@ -163,17 +164,6 @@ def _axes(n: NodeContext, spec: _Reduction, x: Value) -> tuple[int, ...]:
             n.fail(f"axis {axis} is out of range for input {x.name!r} of rank {x.rank}")
         result.add(axis % x.rank)
     return tuple(sorted(result))
-
-
-def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep: bool) -> tuple[int, ...]:
-    """The ONNX shape of ``shape`` reduced over ``axes`` (kept as 1s when ``keep``)."""
-    out: list[int] = []
-    for axis, size in enumerate(shape):
-        if axis not in axes:
-            out.append(size)
-        elif keep:
-            out.append(1)
-    return tuple(out)
 
 
 def _reduce_known(n: NodeContext, spec: _Reduction, x: Value, axes: tuple[int, ...],
