@@ -13,7 +13,7 @@ ONNX scalars (rank 0) are held by ``[1]`` operands; :attr:`Value.shape` keeps th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,9 +102,17 @@ class Graph:
         self.opset = opset
         self.builder = ModelBuilder(relaxed=relaxed)
         self.values: dict[str, Value] = {}
-        #: ONNX's inferred shape of each value (0 = unknown dim), where NNAPI's cannot tell.
-        self.onnx_shapes: dict[str, tuple[int, ...]] = {}
+        #: Computes ONNX's inferred shape of every value (0 = unknown dim); run at most once,
+        #: and only when NNAPI's inference cannot tell a result's rank (a dynamic batch).
+        self.infer_shapes: Callable[[], dict[str, tuple[int, ...]]] | None = None
+        self._onnx_shapes: dict[str, tuple[int, ...]] | None = None
         self._inputs: list[int] = []
+
+    def onnx_shape(self, name: str) -> tuple[int, ...] | None:
+        """ONNX's inferred shape of value ``name``, or None when inference cannot tell."""
+        if self._onnx_shapes is None:
+            self._onnx_shapes = self.infer_shapes() if self.infer_shapes is not None else {}
+        return self._onnx_shapes.get(name)
 
     # -- values -------------------------------------------------------------------------------
 

@@ -70,7 +70,8 @@ def _import(proto: Any, declared: int, pools: WeightPools,
     for name, array in initializers.items():
         graph.define(Value(name, array.dtype, tuple(array.shape), const=array))
     _declare_inputs(graph, proto.graph.input, set(initializers), input_shapes)
-    graph.onnx_shapes.update(_inferred_shapes(proto, graph))
+    dims = {name: v.shape for name, v in graph.values.items() if v.tensor is not None}
+    graph.infer_shapes = lambda: _inferred_shapes(proto, dims)
     unsupported = _unknown_operators(proto.graph.node, declared)
     if not unsupported:
         convert_nodes(graph, proto.graph.node, opset, unsupported)
@@ -115,11 +116,12 @@ def _convert(graph: Graph, node: Any, opset: int) -> None:
         raise NodeUnsupported(f"{len(names)} outputs requested, nnrt computes {len(outputs)}")
     for name, value in zip(names, outputs, strict=False):
         if value.tensor is not None and not value.tensor.shape:  # unknown rank (no rank 0)
-            if name not in graph.onnx_shapes:
+            shape = graph.onnx_shape(name)
+            if shape is None:
                 raise NodeUnsupported(
                     f"the shape of output {name!r} cannot be inferred (some input dims are "
                     "unknown); pass input_shapes= to nnrt.onnx.load")
-            value = Value(value.name, value.dtype, graph.onnx_shapes[name], tensor=value.tensor)
+            value = Value(value.name, value.dtype, shape, tensor=value.tensor)
         if name:
             graph.define(value.renamed(name))
 
@@ -290,7 +292,8 @@ def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
                       f"(inputs: {sorted(names)})")
 
 
-def _inferred_shapes(proto: Any, graph: Graph) -> dict[str, tuple[int, ...]]:
+def _inferred_shapes(proto: Any, inputs: Mapping[str, tuple[int, ...]]
+                     ) -> dict[str, tuple[int, ...]]:
     """ONNX's own shape inference over the main graph, at the declared input shapes: the rank
     (and the dims it can tell; 0 = unknown) of every value. NNAPI's shape inference leaves a
     result's rank unknown when a dim is unknown; the importer needs the rank."""
@@ -299,11 +302,11 @@ def _inferred_shapes(proto: Any, graph: Graph) -> dict[str, tuple[int, ...]]:
     fixed = type(proto)()
     fixed.CopyFrom(proto)
     for value_info in fixed.graph.input:
-        known = graph.values.get(value_info.name)
-        if known is None or known.tensor is None or not value_info.type.HasField("tensor_type"):
+        known = inputs.get(value_info.name)
+        if known is None or not value_info.type.HasField("tensor_type"):
             continue
         dims = value_info.type.tensor_type.shape.dim
-        for d, size in zip(dims, known.shape, strict=False):
+        for d, size in zip(dims, known, strict=False):
             if size > 0:
                 d.dim_value = size
     try:
