@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+#: How long a new descriptor may take to close by itself before it counts as leaked.
+_SETTLE_SECONDS = 1.0
 
 
 def _open_fds() -> set[int]:
@@ -39,18 +44,36 @@ def no_leaks() -> Iterator[None]:
     """Fail a test that leaks file descriptors, child processes or nnrt shared-memory segments."""
     fds, children, segments = _open_fds(), _children(), _shm_segments()
     yield
-    leaked_fds = {fd for fd in _open_fds() - fds if _is_real_leak(fd)}
+    leaked_fds = _new_fds(fds)
+    deadline = time.monotonic() + _SETTLE_SECONDS
+    while leaked_fds and time.monotonic() < deadline:
+        # native threads (onnxruntime's, the C library's) open short-lived sockets of their
+        # own: only a descriptor that stays open, pointing at the same object, is a leak
+        time.sleep(0.02)
+        still = _new_fds(fds)
+        leaked_fds = {fd: target for fd, target in leaked_fds.items() if still.get(fd) == target}
     leaked_children = _children() - children
     leaked_segments = _shm_segments() - segments
     problems = []
     if leaked_fds:
-        problems.append(f"file descriptors {sorted(leaked_fds)}")
+        problems.append("file descriptors " + ", ".join(
+            f"{fd} ({target})" for fd, target in sorted(leaked_fds.items())))
     if leaked_children:
         problems.append(f"child processes {sorted(leaked_children)}")
     if leaked_segments:
         problems.append(f"shared-memory segments {sorted(leaked_segments)}")
     if problems:
         pytest.fail("test leaked " + ", ".join(problems))
+
+
+def _new_fds(before: set[int]) -> dict[int, str]:
+    """Descriptors opened since ``before`` (and not pytest's own), with what they point at."""
+    found = {}
+    for fd in _open_fds() - before:
+        if _is_real_leak(fd):
+            with contextlib.suppress(OSError):
+                found[fd] = os.readlink(f"/proc/self/fd/{fd}")
+    return found
 
 
 def _is_real_leak(fd: int) -> bool:

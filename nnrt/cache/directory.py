@@ -2,9 +2,10 @@
 
 SEEDS §1, runtime side: the runtime finds the cache files from the token; on a hit it opens
 them read+write and hands them to the driver's prepare-from-cache, on a miss it creates empty
-ones and hands them to prepare, which writes them. Each entry is guarded by its own
-``filelock`` lock file, so processes sharing the directory never see half-written entries; a
-size limit evicts the least recently used entries after each commit.
+ones and hands them to prepare, which writes them. Each entry is guarded by its own lock file
+(an exclusive ``flock``, :mod:`nnrt.cache.locking`), so processes sharing the directory never
+see half-written entries; a size limit evicts the least recently used entries after each
+commit.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import filelock
-
-from nnrt.cache.disk import private_dir, read_small, remove
+from nnrt.cache.disk import private_dir, read_record, remove
 from nnrt.cache.entry import CacheEntry
 from nnrt.cache.files import check_counts, check_token
 from nnrt.cache.layout import EntryPaths, parse_name
-from nnrt.cache.locking import DEFAULT_LOCK_TIMEOUT
+from nnrt.cache.locking import DEFAULT_LOCK_TIMEOUT, EntryLock, lock_file
 from nnrt.cache.meta import MAX_META_BYTES, EntryMeta, check_user_meta
 from nnrt.errors import BadData, CacheError
 
@@ -65,6 +64,7 @@ class CacheDirectory:
             raise BadData(f"CacheDirectory: size_limit must be None or an int >= 0, got "
                           f"{size_limit!r:.40}")
         self._path = private_dir(path, "cache directory", create=create)
+        self._dir = os.fspath(self._path)
         self._size_limit = size_limit
         self._lock_timeout = lock_timeout
 
@@ -87,7 +87,7 @@ class CacheDirectory:
         check_token(token, "CacheDirectory.open")
         counts = check_counts(counts, "CacheDirectory.open")
         extra = check_user_meta(meta)
-        paths = EntryPaths(self._path, token.hex())
+        paths = EntryPaths(self._dir, token.hex())
         lock = self._lock(paths, self._lock_timeout)
         try:
             previous = self._committed(paths, counts, extra)
@@ -102,7 +102,7 @@ class CacheDirectory:
         ``lock_file`` also removes the lock file (``nnrt cache clear``); processes that opened
         the entry meanwhile notice the unlinked lock and retry.
         """
-        paths = EntryPaths(self._path, token_hex)
+        paths = EntryPaths(self._dir, token_hex)
         lock = self._lock(paths, self._lock_timeout)
         try:
             had = remove(paths.meta)
@@ -117,7 +117,7 @@ class CacheDirectory:
     @contextlib.contextmanager
     def locked(self, token_hex: str) -> Iterator[EntryPaths]:
         """Hold the lock of entry ``token_hex`` (for tools that inspect it) and yield its paths."""
-        paths = EntryPaths(self._path, token_hex)
+        paths = EntryPaths(self._dir, token_hex)
         lock = self._lock(paths, self._lock_timeout)
         try:
             yield paths
@@ -137,7 +137,7 @@ class CacheDirectory:
         found = []
         for token_hex, stats in groups.items():
             size = sum(s.st_size for s in stats if stat.S_ISREG(s.st_mode))
-            meta, problem = self._read_meta(EntryPaths(self._path, token_hex))
+            meta, problem = self._read_meta(EntryPaths(self._dir, token_hex))
             found.append(EntryInfo(token_hex, meta, size, len(stats) - (meta is not None),
                                    problem))
         return sorted(found, key=lambda e: -(e.meta.last_used if e.meta else 0.0))
@@ -148,38 +148,48 @@ class CacheDirectory:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _lock(self, paths: EntryPaths, timeout: float) -> filelock.BaseFileLock:
+    def _lock(self, paths: EntryPaths, timeout: float) -> EntryLock:
         # not thread-local: the runtime takes the lock in a worker thread (off its event loop)
         # and may release it from another thread
-        lock = filelock.FileLock(paths.lock, timeout=timeout, mode=0o600, thread_local=False)
         try:
-            lock.acquire()
-        except filelock.Timeout:
-            raise CacheError(f"cache busy: entry {paths.token_hex[:16]} in "
-                             f"{str(self._path)!r} stayed locked for {timeout:g} s") from None
+            lock = lock_file(paths.lock, timeout)
         except OSError as exc:
             raise CacheError(f"cache entry {paths.token_hex[:16]}: cannot lock "
-                             f"{str(paths.lock)!r}: {exc.strerror}") from None
+                             f"{paths.lock!r}: {exc.strerror}") from None
+        if lock is None:
+            raise CacheError(f"cache busy: entry {paths.token_hex[:16]} in "
+                             f"{self._dir!r} stayed locked for {timeout:g} s")
         return lock
 
     def _read_meta(self, paths: EntryPaths) -> tuple[EntryMeta | None, str]:
-        data = read_small(paths.meta, MAX_META_BYTES)
-        if data is None:
-            return None, "incomplete: no readable meta record"
+        """The entry's meta record with its last use, or None and what is wrong with it."""
+        meta, problem, stamped = self._meta_record(paths)
+        # CacheEntry.touch stamps the record's mtime rather than rewriting the record
+        if meta is not None and stamped > meta.last_used:
+            meta = meta.used(stamped)
+        return meta, problem
+
+    def _meta_record(self, paths: EntryPaths) -> tuple[EntryMeta | None, str, float]:
+        """The record as written, what is wrong with it, and the meta file's mtime."""
+        found = read_record(paths.meta, MAX_META_BYTES)
+        if found is None:
+            return None, "incomplete: no readable meta record", 0.0
+        data, info = found
         try:
-            return EntryMeta.decode(data, paths.token_hex), ""
+            # from nanoseconds, as commit computes the record's time: equal when unchanged
+            return EntryMeta.decode(data, paths.token_hex), "", info.st_mtime_ns / 1e9
         except CacheError as exc:
-            return None, str(exc)
+            return None, str(exc), 0.0
 
     def _committed(self, paths: EntryPaths, counts: tuple[int, int], extra: dict[str, Any]
                    ) -> EntryMeta | None:
-        meta, _ = self._read_meta(paths)
+        meta = self._meta_record(paths)[0]  # its last use does not matter here
         if (meta is None or meta.counts != counts or meta.driver != extra["driver"]
                 or meta.version != extra["version"]):
             return None
         for path in paths.files(counts):
             try:
-                if not stat.S_ISREG(path.lstat().st_mode):
+                if not stat.S_ISREG(os.lstat(path).st_mode):
                     return None
             except OSError:
                 return None
@@ -196,7 +206,7 @@ class CacheDirectory:
                 return
             if entry.token_hex == keep_hex:
                 continue
-            paths = EntryPaths(self._path, entry.token_hex)
+            paths = EntryPaths(self._dir, entry.token_hex)
             try:
                 lock = self._lock(paths, 0.0)
             except CacheError:

@@ -16,14 +16,17 @@ from pathlib import Path
 
 from nnrt.errors import CacheError
 
-__all__ = ["TEMP_MARK", "atomic_write", "create_exclusive", "fsync_dir", "private_dir",
-           "read_small", "remove", "temp_name"]
+__all__ = ["TEMP_MARK", "AnyPath", "atomic_write", "create_exclusive", "fsync_dir", "private_dir",
+           "read_record", "read_small", "remove", "temp_name"]
 
 #: Part of every temporary file name the cache creates (``<final name>.tmp-<pid>-<random>``).
 TEMP_MARK = ".tmp-"
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+#: A file path as the functions below take it (the cache's hot paths use plain strings).
+AnyPath = str | os.PathLike[str]
 
 
 def private_dir(path: str | os.PathLike[str], what: str, *, create: bool = True) -> Path:
@@ -57,17 +60,17 @@ def private_dir(path: str | os.PathLike[str], what: str, *, create: bool = True)
     return directory
 
 
-def temp_name(target: Path) -> Path:
+def temp_name(target: AnyPath) -> str:
     """A fresh temporary name next to ``target``."""
-    return target.with_name(f"{target.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(6)}")
+    return f"{os.fspath(target)}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(6)}"
 
 
-def create_exclusive(path: Path) -> int:
+def create_exclusive(path: AnyPath) -> int:
     """A new file at ``path`` opened read+write (0600; fails if it exists or is a symlink)."""
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW, _FILE_MODE)
 
 
-def fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: AnyPath) -> None:
     """Make renames and removals in ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -76,7 +79,7 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(target: Path, data: bytes) -> None:
+def atomic_write(target: AnyPath, data: bytes) -> None:
     """Replace ``target`` with ``data`` atomically and durably (0600)."""
     temp = temp_name(target)
     fd = create_exclusive(temp)
@@ -95,33 +98,45 @@ def atomic_write(target: Path, data: bytes) -> None:
     except BaseException:
         remove(temp)
         raise
-    fsync_dir(target.parent)
+    fsync_dir(os.path.dirname(os.fspath(target)) or ".")
 
 
-def read_small(path: Path, limit: int) -> bytes | None:
+def read_small(path: AnyPath, limit: int) -> bytes | None:
     """The contents of regular file ``path`` if it has at most ``limit`` bytes, else None.
 
     None also when it is missing, a symlink or not a regular file: the callers treat all of
     these as "no valid record".
     """
+    found = read_record(path, limit)
+    return None if found is None else found[0]
+
+
+def read_record(path: AnyPath, limit: int) -> tuple[bytes, os.stat_result] | None:
+    """:func:`read_small`'s contents with the file's status (``fstat`` of the file read).
+
+    None as well when the file grows while it is read: the cache replaces its files by
+    renaming, never rewrites them in place, so such a file is not one of its records.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)  # a FIFO must not block
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
-        data = os.pread(fd, limit + 1, 0)
+        size = info.st_size
+        data = os.pread(fd, min(size, limit) + 1, 0)  # one byte more: a file over the limit
     except OSError:
         return None
     finally:
         os.close(fd)
-    return data if len(data) <= limit else None
+    return (data, info) if len(data) <= min(size, limit) else None
 
 
-def remove(path: Path) -> bool:
+def remove(path: AnyPath) -> bool:
     """Unlink ``path`` if it exists; whether it was removed."""
     with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+        os.unlink(path)
         return True
     return False

@@ -4,6 +4,9 @@ A hit hands out the existing files opened read+write; a miss hands out new tempo
 :meth:`CacheEntry.commit` renames into place (the meta record last, so a crash never leaves a
 half-written entry that looks complete). The entry owns its fds and its lock and releases them
 exactly once, on exit from the ``with`` block or at :meth:`CacheEntry.close`.
+
+A hit is the hot path: it opens the files and nothing else, and :meth:`CacheEntry.touch` only
+stamps the meta record's modification time (the entry's last use) instead of rewriting it.
 """
 
 from __future__ import annotations
@@ -12,15 +15,13 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any
-
-import filelock
 
 from nnrt.cache.disk import atomic_write, create_exclusive, fsync_dir, remove, temp_name
 from nnrt.cache.files import CacheFiles
 from nnrt.cache.layout import EntryPaths
+from nnrt.cache.locking import EntryLock
 from nnrt.cache.meta import EntryMeta
 from nnrt.errors import BadState, CacheError
 
@@ -38,26 +39,29 @@ class CacheEntry:
     the files, or :meth:`discard` if it failed. Made by ``CacheDirectory.open``.
     """
 
-    def __init__(self, paths: EntryPaths, token: bytes, lock: filelock.BaseFileLock,
+    def __init__(self, paths: EntryPaths, token: bytes, lock: EntryLock,
                  previous: EntryMeta | None, extra: dict[str, Any], counts: tuple[int, int],
                  on_commit: Callable[[str], None]) -> None:
         """Internal: take ``lock`` (held) and open the files; releases the lock on failure."""
         self._paths = paths
-        self._lock: filelock.BaseFileLock | None = lock
+        self._lock: EntryLock | None = lock
         self._extra = extra
         self._counts = counts
         self._on_commit = on_commit
         self._previous = previous
-        self._temps: list[tuple[Path, Path]] = []
+        self._temps: list[tuple[str, str]] = []
         self._fds: list[int] = []
         self._finished = False
+        self.hit = previous is not None
         try:
-            for stale in paths.temporaries():  # a crashed writer's: we hold the lock
-                remove(stale)
-            self.hit = previous is not None
             if self.hit:
-                self._fds = [_open_existing(p) for p in paths.files(counts)]
+                for path in paths.files(counts):
+                    self._fds.append(os.open(path, _OPEN_EXISTING))
             else:
+                # a crashed writer's, kept meanwhile by hits (commit and discard remove them
+                # too): we hold the lock. Not on a hit: it lists the whole directory.
+                for stale in paths.temporaries():
+                    remove(stale)
                 for final in paths.files(counts):
                     temp = temp_name(final)
                     self._fds.append(create_exclusive(temp))
@@ -99,14 +103,15 @@ class CacheEntry:
             for temp, final in self._temps:
                 os.replace(temp, final)
             self._temps = []
-            keep = {p.name for p in self._paths.files(self._counts)}
+            keep = {*self._paths.files(self._counts), self._paths.meta}
             for path in self._paths.existing():  # files of an earlier entry with more files
-                if path.name not in keep and path != self._paths.meta:
+                if path not in keep:
                     remove(path)
-            now = time.time()
+            now = time.time_ns()
             meta = EntryMeta(self.token_hex, self._extra["driver"], self._extra["version"],
-                             self._counts, tuple(sizes), now, now, self._extra)
+                             self._counts, tuple(sizes), now / 1e9, now / 1e9, self._extra)
             atomic_write(self._paths.meta, meta.encode())
+            _stamp(self._paths.meta, now)  # its mtime is its last use (see touch)
             fsync_dir(self._paths.directory)
         except OSError as exc:
             raise CacheError(f"cache entry {self.token_hex[:16]}: commit failed in "
@@ -115,13 +120,18 @@ class CacheEntry:
         self._on_commit(self.token_hex)
 
     def touch(self) -> None:
-        """Hit: record that the entry was just used (for least-recently-used eviction)."""
+        """Hit: record that the entry was just used (for least-recently-used eviction).
+
+        Sets the meta record's modification time, which listings read as the entry's last use
+        (:attr:`EntryMeta.last_used <nnrt.cache.meta.EntryMeta.last_used>` is the later of the
+        two). Not made durable: a crash may only lose this hint, never the record.
+        """
         self._live("touch")
         if self._previous is None:
             raise BadState(f"CacheEntry.touch: entry {self.token_hex[:16]} was a miss "
                            "(call commit())")
         try:
-            atomic_write(self._paths.meta, self._previous.used(time.time()).encode())
+            _stamp(self._paths.meta, time.time_ns())
         except OSError as exc:
             raise CacheError(f"cache entry {self.token_hex[:16]}: cannot update its meta "
                              f"record: {exc.strerror}") from None
@@ -172,5 +182,7 @@ class CacheEntry:
         return f"CacheEntry({self.token_hex[:16]}…, {state}, counts={self._counts})"
 
 
-def _open_existing(path: Path) -> int:
-    return os.open(path, _OPEN_EXISTING)
+def _stamp(path: str, when_ns: int) -> None:
+    # explicit nanoseconds: file systems stamp writes from a coarse clock (ms ticks), which
+    # would make entries committed in a row look equally recent
+    os.utime(path, ns=(when_ns, when_ns), follow_symlinks=False)

@@ -32,8 +32,10 @@ class EntryMeta:
     """What a committed entry records about itself.
 
     ``driver`` and ``version`` name the driver whose integrity store vouches for the files;
-    ``sizes`` are the file sizes at commit; ``created`` / ``last_used`` are Unix times;
-    ``extra`` is the caller's meta mapping (for example the execution preference).
+    ``sizes`` are the file sizes at commit; ``created`` / ``last_used`` are Unix times (the
+    record holds the commit time; ``CacheDirectory.entries`` reports as ``last_used`` the later
+    of it and the record's mtime, which ``CacheEntry.touch`` sets); ``extra`` is the caller's
+    meta mapping (for example the execution preference).
     """
 
     token_hex: str

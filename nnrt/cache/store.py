@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from nnrt.cache.disk import TEMP_MARK, atomic_write, private_dir, read_small, remove
+from nnrt.cache.disk import TEMP_MARK, AnyPath, atomic_write, private_dir, read_small, remove
 from nnrt.cache.files import TOKEN_BYTES, check_token
 from nnrt.errors import BadData, CacheError
 
@@ -78,6 +78,7 @@ class IntegrityStore:
         self._name = name
         self._version = version
         self._path = root / _encode(name, "name") / _encode(version, "version")
+        self._dir = os.fspath(self._path)  # records are looked up on every cache hit
         self._max_entries = max_entries
 
     @classmethod
@@ -123,7 +124,7 @@ class IntegrityStore:
             raise BadData(f"IntegrityStore.record: digest must be {DIGEST_BYTES} bytes, got "
                           f"{digest!r:.40}")
         self._ensure()
-        path = self._path / token.hex()
+        path = self._record_path(token)
         try:
             atomic_write(path, _MAGIC + token + digest)
             _stamp(path)
@@ -135,10 +136,10 @@ class IntegrityStore:
     def expected(self, token: bytes) -> bytes | None:
         """The digest recorded for ``token``, or None if unknown (or its record is damaged)."""
         check_token(token, "IntegrityStore.expected")
-        path = self._path / token.hex()
+        path = self._record_path(token)
         data = read_small(path, _RECORD_BYTES)
         if data is None:
-            if path.is_file():  # oversized or otherwise damaged
+            if os.path.isfile(path):  # oversized or otherwise damaged
                 remove(path)
             return None
         if (len(data) != _RECORD_BYTES or not data.startswith(_MAGIC)
@@ -153,7 +154,7 @@ class IntegrityStore:
         """Drop the record of ``token`` (no error if there is none)."""
         check_token(token, "IntegrityStore.forget")
         try:
-            remove(self._path / token.hex())
+            remove(self._record_path(token))
         except OSError as exc:
             raise CacheError(f"integrity store {str(self._path)!r}: cannot forget token "
                              f"{token.hex()[:16]}: {exc.strerror}") from None
@@ -163,6 +164,9 @@ class IntegrityStore:
         return len(self._records())
 
     # -- housekeeping ------------------------------------------------------------------------
+
+    def _record_path(self, token: bytes) -> str:
+        return f"{self._dir}/{token.hex()}"
 
     def _ensure(self) -> None:
         private_dir(self._root, "integrity store root")
@@ -263,7 +267,7 @@ def remove_store(root: str | os.PathLike[str] | None, name: str, version: str) -
     return True
 
 
-def _stamp(path: Path) -> None:
+def _stamp(path: AnyPath) -> None:
     # explicit nanoseconds: file systems take mtimes from a coarse clock (ms ticks)
     now = time.time_ns()
     os.utime(path, ns=(now, now))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from nnrt.cache.codec import load_cache
 from nnrt.cache.directory import CacheDirectory, EntryInfo
@@ -59,8 +58,8 @@ def verify_entry(directory: CacheDirectory, entry: EntryInfo,
     return Verdict(token_hex, "ok")
 
 
-def _open_read(path: Path) -> int:
+def _open_read(path: str) -> int:
     try:
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        raise CacheError(f"cannot open {path.name}: {exc.strerror}") from None
+        raise CacheError(f"cannot open {os.path.basename(path)}: {exc.strerror}") from None

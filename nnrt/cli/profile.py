@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,7 +40,6 @@ Array = np.ndarray[Any, Any]
 _ENTRY = "profiled"
 #: The cpu-code helper binding arena slots: not a kernel call of a node.
 #: Kernels that only hand out scratch-arena views (not operations).
-_SLOTS = frozenset({"slot", "typed_slot"})
 
 
 @dataclass(frozen=True)
@@ -198,7 +196,6 @@ class _CpuStep(_StepTimer):
     def __init__(self, model: Model) -> None:
         from nnrt.drivers.cpu.compiler import compile_partition  # noqa: PLC0415
         from nnrt.drivers.cpu.dispatch import CpuDispatch, CpuExecutable  # noqa: PLC0415
-        from nnrt.drivers.cpu.kernels_tuned import KERNELS  # noqa: PLC0415
         from nnrt.drivers.cpu.module import Module  # noqa: PLC0415
         from nnrt.model.operand import dtype_of  # noqa: PLC0415
 
@@ -207,14 +204,11 @@ class _CpuStep(_StepTimer):
         #: ``view`` calls the code makes before the first node (outputs stored in place).
         self._leading_views = sum(v.stored_in is not None for v in part.graph.values)
         self._dispatch = CpuDispatch()
-        loaded = self._dispatch.load(Module(part.source, (_ENTRY,), part.tensors,
+        loaded = self._dispatch.load(Module({_ENTRY: part.program}, (_ENTRY,), part.tensors,
                                             {_ENTRY: part.scratch}), _ENTRY)
         self._calls: list[tuple[str, float]] = []
-        namespace = dict(loaded.function.__globals__)
-        for name, kernel in KERNELS.items():
-            namespace[name] = self._timed(name, kernel)
-        function = FunctionType(loaded.function.__code__, namespace, loaded.function.__name__)
-        self._executable = CpuExecutable(_ENTRY, function, loaded.scratch_elements)
+        self._executable = CpuExecutable(_ENTRY, loaded.program.with_kernels(self._timed),
+                                         loaded.scratch_elements)
         inferred = model.inferred_dims
         self._outputs = [(inferred[i], dtype_of(model.operands[i].type)) for i in model.outputs]
         self._totals = [0.0] * len(self._nodes)
@@ -233,7 +227,7 @@ class _CpuStep(_StepTimer):
         outputs = [np.empty(dims, dtype) for dims, dtype in self._outputs]
         self._calls.clear()
         self._dispatch.invoke(self._executable, inputs, outputs)
-        calls = [c for c in self._calls if c[0] not in _SLOTS][self._leading_views:]
+        calls = [c for c in self._calls if c[0] != "pack"][self._leading_views:]
         if [name for name, _ in calls] != [node.kernel for node in self._nodes]:
             raise OpFailed("profile: the cpu code's kernel calls do not match its graph's "
                            f"nodes ({len(calls)} calls, {len(self._nodes)} nodes)")

@@ -129,13 +129,19 @@ def _mutate_structure(rng: random.Random, header: bytes, constants: bytes
     elif roll < 0.8:
         outer = mutate(rng, outer, 1)
     elif roll < 0.9:
-        lines = code.get("source", "").splitlines() if isinstance(code, dict) else []
-        if lines:
-            i = rng.randrange(len(lines))
-            lines[i] = rng.choice(("import os", "x = inputs.__class__", "exec('1')",
-                                   lines[i].replace("(", "(inputs, "), "return inputs",
-                                   "while True: pass", lines[i] * 2))
-            code["source"] = "\n".join(lines)
+        programs = code.get("programs") if isinstance(code, dict) else None
+        steps = next(iter(programs.values()))["steps"] if isinstance(programs, dict) else []
+        if steps:  # a step made hostile: another callable, lost or foreign values
+            step = steps[rng.randrange(len(steps))]
+            which = rng.randrange(4)
+            if which == 0:
+                step[0] = rng.choice(("exec", "eval", "__import__", "open", "getattr"))
+            elif which == 1:
+                step[2] = [*step[2], *step[2]]
+            elif which == 2:
+                step[2] = [msgpack.ExtType(1, rng.randbytes(4)) for _ in step[2]]
+            else:
+                steps.insert(0, step)
     else:
         constants = _mutate_bytes(rng, constants)
     if isinstance(outer, dict) and "code" in outer:

@@ -7,8 +7,8 @@ pre-packed weights, random activations), checks each variant's result against th
 kernel's, and keeps the fastest (best of ``runs`` timed runs each; a variant must beat the
 stage-1 kernel by :data:`MARGIN`). The chosen variants are written
 into the graph (kernel name, arguments, constant layout), memory is planned again (variants
-without an im2col matrix free its slot), and the source is generated and encoded as a module
-with ``"stage": 2`` and the choices. The caller loads it through the dispatch, which verifies
+without an im2col matrix free its slot), and the program is generated and encoded as a module
+with ``"stage": 2`` and the choices. The caller loads it through the dispatch, which checks
 it like any module.
 """
 
@@ -196,7 +196,7 @@ def autotune(model: Model, entry: str, stop: threading.Event, *, runs: int = 5
     if stop.is_set():
         return None
     plan = plan_memory(graph)
-    source, tensors = generate(graph, plan, entry)
-    module = encode_module(source, [entry], tensors, {entry: plan.size}, stage=2,
-                           choices=choices)
+    generated = generate(graph, plan, entry)
+    module = encode_module({entry: generated.program}, [entry], generated.tensors,
+                           {entry: plan.size}, stage=2, choices=choices)
     return TunedModule(module, tuple(choices), tuple(trials))

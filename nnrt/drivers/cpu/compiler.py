@@ -2,8 +2,9 @@
 constants into convolutions, fuse, plan memory, generate.
 
 :func:`compile_partition` runs the passes in order and returns a :class:`CompiledPartition`
-holding the generated source, its tensors and arena size, plus what each pass did (for tests
-and tools): the folded operations, the graph after fusion and the memory plan.
+holding the generated program (and its listing), its tensors and arena size, plus what each
+pass did (for tests and tools): the folded operations, the graph after fusion and the memory
+plan.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class CompiledPartition:
     """One partition compiled to an entry point, with each pass's outcome."""
 
     entry: str
+    #: The entry point's program map (:mod:`nnrt.drivers.cpu.program`).
+    program: dict[str, Any]
+    #: The program as readable text (tests and tools).
     source: str
     tensors: dict[str, Array]
     scratch: int
@@ -55,12 +59,13 @@ def compile_partition(model: Model, entry: str) -> CompiledPartition:
     in_place = fuse_in_place(graph)
     elided = elide_output_copies(graph)
     plan = plan_memory(graph)
-    source, tensors = generate(graph, plan, entry)
-    return CompiledPartition(entry, source, tensors, plan.size, folded, graph, plan,
-                             activations, in_place, elided, affine)
+    generated = generate(graph, plan, entry)
+    return CompiledPartition(entry, generated.program, generated.listing, generated.tensors,
+                             plan.size, folded, graph, plan, activations, in_place, elided,
+                             affine)
 
 
 def compile_module(model: Model, entry: str) -> bytes:
     """The bytecode module of ``model`` compiled as entry point ``entry``."""
     part = compile_partition(model, entry)
-    return encode_module(part.source, [entry], part.tensors, {entry: part.scratch})
+    return encode_module({entry: part.program}, [entry], part.tensors, {entry: part.scratch})

@@ -2,15 +2,15 @@
 
 ::
 
-    {"format": 1, "source": str, "entry_points": [str, ...],
+    {"format": 2, "programs": {entry point: program}, "entry_points": [str, ...],
      "tensors": {name: [dtype, shape, raw bytes]}, "scratch": {entry point: elements},
      "stage": 2, "choices": [[operation index, kernel], ...]}      # last two: stage 2 only
 
-``source`` holds one generated function per entry point (verified by the dispatch before it
-runs); ``tensors`` the pre-packed weights and folded constants it reads by name; ``scratch`` the
-float32 arena size each entry point needs. ``stage`` and ``choices`` are present only in modules
-the background optimiser built (stage 2): the kernel it chose for each tuned operation. A
-module without them is stage 1 (and encodes exactly as before stages existed).
+``programs`` holds one program per entry point (:mod:`nnrt.drivers.cpu.program`: kernel calls
+as data, checked by the dispatch when it loads them); ``tensors`` the pre-packed weights and
+folded constants they read by name; ``scratch`` the float32 arena size each entry point
+needs. ``stage`` and ``choices`` are present only in modules the background optimiser built
+(stage 2): the kernel it chose for each tuned operation. A module without them is stage 1.
 :func:`decode_module` treats the bytes as hostile: every field's type, every name, dtype, shape
 and size is checked (``BadData`` naming the field).
 """
@@ -26,23 +26,24 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from nnrt.drivers.cpu.program import pack_default, unpack_ext
 from nnrt.errors import BadData
 
 __all__ = ["FORMAT", "MAX_CHOICES", "MAX_SCRATCH_ELEMENTS", "Module", "check_fields",
            "check_name", "decode_module", "encode_module", "pack_fields", "tensor_layout"]
 
-#: Version of the module layout (part of the driver's version string).
-FORMAT = 1
+#: Version of the module layout (part of the driver's version string). Format 1 held Python
+#: source per entry point; format 2 holds programs (data).
+FORMAT = 2
 #: Largest scratch arena a module may ask for (float32 elements: 4 GiB).
 MAX_SCRATCH_ELEMENTS = 1 << 30
-_MAX_SOURCE = 16 << 20
 _MAX_NAME = 64
 _MAX_RANK = 8
 _DTYPES = {"float32": np.dtype(np.float32), "int32": np.dtype(np.int32),
            "bool": np.dtype(np.bool_)}
 #: Most tuned operations a module may record.
 MAX_CHOICES = 1 << 16
-_KEYS = {"format", "source", "entry_points", "tensors", "scratch"}
+_KEYS = {"format", "programs", "entry_points", "tensors", "scratch"}
 _STAGE_KEYS = {"stage", "choices"}
 
 Array = np.ndarray[Any, Any]
@@ -50,9 +51,10 @@ Array = np.ndarray[Any, Any]
 
 @dataclass(frozen=True)
 class Module:
-    """A decoded module: source, entry points, read-only tensors and scratch sizes."""
+    """A decoded module: programs, entry points, read-only tensors and scratch sizes."""
 
-    source: str
+    #: Entry point -> its program map (unchecked until the dispatch loads it).
+    programs: Mapping[str, Any]
     entry_points: tuple[str, ...]
     tensors: Mapping[str, Array]
     scratch: Mapping[str, int]
@@ -70,11 +72,11 @@ def check_name(name: Any, what: str) -> str:
     return name
 
 
-def pack_fields(source: str, entry_points: Sequence[str], tensors: Mapping[str, Any],
-                scratch: Mapping[str, int], stage: int, choices: Sequence[tuple[int, str]]
-                ) -> dict[str, Any]:
+def pack_fields(programs: Mapping[str, Any], entry_points: Sequence[str],
+                tensors: Mapping[str, Any], scratch: Mapping[str, int], stage: int,
+                choices: Sequence[tuple[int, str]]) -> dict[str, Any]:
     """The module's msgpack map, with ``tensors`` already packed (specs or descriptors)."""
-    fields: dict[str, Any] = {"format": FORMAT, "source": source,
+    fields: dict[str, Any] = {"format": FORMAT, "programs": dict(programs),
                               "entry_points": list(entry_points), "tensors": dict(tensors),
                               "scratch": dict(scratch)}
     if stage != 1 or choices:
@@ -83,22 +85,24 @@ def pack_fields(source: str, entry_points: Sequence[str], tensors: Mapping[str, 
     return fields
 
 
-def encode_module(source: str, entry_points: Sequence[str], tensors: Mapping[str, Array],
-                  scratch: Mapping[str, int], *, stage: int = 1,
+def encode_module(programs: Mapping[str, Any], entry_points: Sequence[str],
+                  tensors: Mapping[str, Array], scratch: Mapping[str, int], *, stage: int = 1,
                   choices: Sequence[tuple[int, str]] = ()) -> bytes:
     """The msgpack bytes of a module (deterministic for equal arguments)."""
     packed_tensors = {}
     for name, array in tensors.items():
         arr = np.ascontiguousarray(array)
         packed_tensors[name] = [arr.dtype.name, list(arr.shape), arr.tobytes()]
-    data: bytes = msgpack.packb(pack_fields(source, entry_points, packed_tensors, scratch,
-                                            stage, choices), use_bin_type=True)
+    data: bytes = msgpack.packb(pack_fields(programs, entry_points, packed_tensors, scratch,
+                                            stage, choices), use_bin_type=True,
+                                default=pack_default)
     return data
 
 
 def _unpack(data: bytes, what: str) -> dict[str, Any]:
     try:
-        raw = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
+        raw = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True,
+                              ext_hook=unpack_ext)
     except Exception as exc:
         raise BadData(f"cpu bytecode: not a msgpack {what} ({exc})") from None
     if not isinstance(raw, dict):
@@ -116,15 +120,15 @@ def check_fields(raw: dict[str, Any]) -> Module:
                       f"{sorted(_STAGE_KEYS)} together), got {sorted(map(str, raw))}")
     if raw["format"] != FORMAT or type(raw["format"]) is not int:
         raise BadData(f"cpu bytecode: format {raw['format']!r:.40} is not {FORMAT}")
-    source = raw["source"]
-    if not isinstance(source, str) or len(source) > _MAX_SOURCE:
-        raise BadData(f"cpu bytecode: source must be text of at most {_MAX_SOURCE} characters")
     entries = raw["entry_points"]
     if not isinstance(entries, list) or not entries:
         raise BadData("cpu bytecode: entry_points must be a non-empty list")
     entry_points = tuple(check_name(e, "entry point") for e in entries)
     if len(set(entry_points)) != len(entry_points):
         raise BadData("cpu bytecode: an entry point is listed twice")
+    programs = raw["programs"]
+    if not isinstance(programs, dict) or set(programs) != set(entry_points):
+        raise BadData("cpu bytecode: programs must map every entry point to its program")
     scratch = raw["scratch"]
     if not isinstance(scratch, dict) or set(scratch) != set(entry_points):
         raise BadData("cpu bytecode: scratch must map every entry point to its arena size")
@@ -135,7 +139,7 @@ def check_fields(raw: dict[str, Any]) -> Module:
     stage = raw.get("stage", 1)
     if type(stage) is not int or stage not in (1, 2):
         raise BadData(f"cpu bytecode: stage must be 1 or 2, got {stage!r:.40}")
-    return Module(source, entry_points, {}, scratch, stage, _choices(raw.get("choices", [])))
+    return Module(programs, entry_points, {}, scratch, stage, _choices(raw.get("choices", [])))
 
 
 def _choices(raw: Any) -> tuple[tuple[int, str], ...]:
@@ -163,7 +167,7 @@ def decode_module(data: bytes) -> Module:
     clash = set(arrays) & set(module.entry_points)
     if clash:
         raise BadData(f"cpu bytecode: tensor {sorted(clash)[0]!r} has an entry point's name")
-    return Module(module.source, module.entry_points, arrays, module.scratch, module.stage,
+    return Module(module.programs, module.entry_points, arrays, module.scratch, module.stage,
                   module.choices)
 
 

@@ -3,7 +3,7 @@
 The **code** (model cache, security sensitive) is the module's msgpack map with each tensor's
 bytes replaced by its descriptor, plus the size of the constants blob::
 
-    {"format": 1, "source": str, "entry_points": [...], "scratch": {...},
+    {"format": 2, "programs": {...}, "entry_points": [...], "scratch": {...},
      "tensors": {name: [dtype, shape]}, "constants": total bytes, ("stage", "choices")}
 
 The **constants** (data cache) are the tensors' bytes, in the order the descriptors list them,
@@ -28,6 +28,7 @@ from nnrt.drivers.cpu.module import (
     pack_fields,
     tensor_layout,
 )
+from nnrt.drivers.cpu.program import pack_default, unpack_ext
 from nnrt.errors import BadData, CacheError
 
 __all__ = ["ALIGN", "join_module", "split_module"]
@@ -56,10 +57,10 @@ def split_module(module: bytes) -> tuple[bytes, bytes]:
         parts.append(data)
         offset = start + len(data)
         descriptors[name] = [array.dtype.name, list(array.shape)]
-    fields = pack_fields(decoded.source, decoded.entry_points, descriptors, decoded.scratch,
+    fields = pack_fields(decoded.programs, decoded.entry_points, descriptors, decoded.scratch,
                          decoded.stage, decoded.choices)
     fields["constants"] = offset
-    code: bytes = msgpack.packb(fields, use_bin_type=True)
+    code: bytes = msgpack.packb(fields, use_bin_type=True, default=pack_default)
     return code, b"".join(parts)
 
 
@@ -68,7 +69,8 @@ def join_module(code: bytes, constants: bytes) -> Module:
     :func:`~nnrt.drivers.cpu.module.decode_module` does (``CacheError`` if the blobs do not
     fit). Its tensors are read-only views of ``constants``: nothing is copied or re-encoded."""
     try:
-        raw = msgpack.unpackb(code, raw=False, strict_map_key=True, use_list=True)
+        raw = msgpack.unpackb(code, raw=False, strict_map_key=True, use_list=True,
+                              ext_hook=unpack_ext)
     except Exception as exc:
         raise CacheError(f"{_WHERE}: the model cache is not a msgpack map ({exc})") from None
     if not isinstance(raw, dict) or "constants" not in raw or "tensors" not in raw:
@@ -85,7 +87,7 @@ def join_module(code: bytes, constants: bytes) -> Module:
             raise BadData(f"cpu bytecode: tensor {sorted(clash)[0]!r} has an entry point's name")
     except BadData as exc:
         raise CacheError(f"{_WHERE}: {exc}") from None
-    return Module(fields.source, fields.entry_points, tensors, fields.scratch, fields.stage,
+    return Module(fields.programs, fields.entry_points, tensors, fields.scratch, fields.stage,
                   fields.choices)
 
 

@@ -71,6 +71,18 @@ def test_verify_reports_ok_corrupt_unknown(populated: tuple[Path, Path]) -> None
     assert text.splitlines()[-1] == "1 corrupt, 2 ok, 1 unknown"
 
 
+def test_verify_does_not_hang_on_a_fifo_in_place_of_a_file(populated: tuple[Path, Path]) -> None:
+    cache_dir, root = populated
+    for name in (f"{TOKENS[0].hex()}.model.0", f"{TOKENS[1].hex()}.meta"):
+        (cache_dir / name).unlink()
+        os.mkfifo(cache_dir / name)  # opening it for reading would wait for a writer
+    code, text = _run("verify", "--dir", str(cache_dir), "--integrity-dir", str(root))
+    status = {line.split()[0]: line.split()[1].rstrip(":") for line in text.splitlines()[:-1]}
+    assert status[TOKENS[0].hex()[:16]] == "corrupt" and "not a regular file" in text
+    assert status[TOKENS[1].hex()[:16]] == "incomplete"
+    assert code == 1
+
+
 def test_clear_by_prefix_then_all(populated: tuple[Path, Path]) -> None:
     cache_dir, root = populated
     code, text = _run("clear", "--dir", str(cache_dir), "--token", TOKENS[2].hex()[:12].upper())

@@ -6,6 +6,7 @@ import hashlib
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,43 @@ def test_temp_files_of_a_crashed_writer_are_cleaned(tmp_path: Path) -> None:
     other.write_bytes(b"another entry's")
     with directory.open(TOKEN_A, (1, 0), META):
         assert not stale.exists() and other.exists()
+
+
+def test_a_hit_leaves_temporaries_to_the_next_commit_or_discard(tmp_path: Path,
+                                                                store: IntegrityStore) -> None:
+    directory = CacheDirectory(tmp_path)
+    _fill(directory, store, TOKEN_A, "A")
+    stale = tmp_path / f"{TOKEN_A.hex()}.model.2.tmp-99999-abcdef"  # a crashed larger miss
+    stale.write_bytes(b"crashed")
+    with directory.open(TOKEN_A, (2, 1), META) as entry:
+        assert entry.hit and stale.exists()  # a hit lists nothing
+    [info] = directory.entries()
+    assert info.bytes >= len(b"crashed") + 4096 + 100 + 3000  # counted against the limit
+    with directory.open(TOKEN_A, (2, 1), META) as entry:
+        entry.discard()
+    assert not stale.exists()
+
+
+def test_touch_stamps_the_meta_record_without_rewriting_it(tmp_path: Path,
+                                                           store: IntegrityStore) -> None:
+    directory = CacheDirectory(tmp_path)
+    _fill(directory, store, TOKEN_A, "A")
+    meta_path = tmp_path / f"{TOKEN_A.hex()}.meta"
+    record, inode = meta_path.read_bytes(), meta_path.stat().st_ino
+    [info] = directory.entries()
+    assert info.meta is not None and info.meta.last_used == info.meta.created
+    time.sleep(0.01)
+    start = time.time()
+    with directory.open(TOKEN_A, (2, 1), META) as entry:
+        entry.touch()
+    assert meta_path.read_bytes() == record and meta_path.stat().st_ino == inode
+    [touched] = directory.entries()
+    assert touched.meta is not None and touched.meta.created == info.meta.created
+    assert start <= touched.meta.last_used <= time.time()
+    with directory.open(TOKEN_A, (2, 1), META) as entry:
+        meta_path.unlink()
+        with pytest.raises(CacheError, match="cannot update its meta record"):
+            entry.touch()
 
 
 def test_other_counts_or_driver_versions_miss(tmp_path: Path, store: IntegrityStore) -> None:

@@ -12,6 +12,7 @@ import pytest
 from cache_helpers import TOKEN_A, TOKEN_B
 
 from nnrt.cache import IntegrityStore, default_store_root, list_stores, remove_store
+from nnrt.cache.disk import read_record, read_small
 from nnrt.cache.store import STALE_AFTER
 from nnrt.errors import BadData, CacheError
 
@@ -126,3 +127,17 @@ def test_stale_versions_go_after_the_grace_period(tmp_path: Path) -> None:
                                                                     ("other", "0.1")]
     assert remove_store(tmp_path, "acme", "1.0") and not remove_store(tmp_path, "acme", "1.0")
     assert not (tmp_path / "acme").exists()
+
+
+def test_small_records_are_read_bounded_and_only_from_regular_files(tmp_path: Path) -> None:
+    exact, over = tmp_path / "exact", tmp_path / "over"
+    exact.write_bytes(b"x" * 72)
+    over.write_bytes(b"x" * 73)
+    found = read_record(str(exact), 72)
+    assert found is not None and found[0] == b"x" * 72 and found[1].st_ino == exact.stat().st_ino
+    assert read_small(exact, 100) == b"x" * 72  # a Path works too
+    assert read_small(str(over), 72) is None
+    (tmp_path / "link").symlink_to(exact)
+    os.mkfifo(tmp_path / "fifo")
+    for name in ("link", "fifo", "missing"):
+        assert read_small(str(tmp_path / name), 72) is None, name

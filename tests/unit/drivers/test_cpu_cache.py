@@ -15,10 +15,13 @@ import nnrt
 from nnrt.cache import CacheFiles
 from nnrt.drivers.cpu import CpuDispatch, CpuDriver, CpuPlugin
 from nnrt.drivers.cpu.module import decode_module, encode_module
+from nnrt.drivers.cpu.program import pack_default, unpack_ext
 from nnrt.drivers.cpu.split import ALIGN
 from nnrt.drivers.cpu.stages import CpuPreparedModel
 
 BENCH = benchmark_module()
+#: A program that does nothing.
+EMPTY = {"frame": 0, "inputs": [], "outputs": [], "tensors": [], "slots": [], "steps": []}
 PLUGIN = CpuPlugin()
 
 
@@ -33,8 +36,8 @@ def test_split_then_join_gives_the_module_back(make: str) -> None:
     code, constants = PLUGIN.split_module(module)
     joined = PLUGIN.join_module(code, constants)
     decoded = decode_module(module)
-    assert (joined.source, joined.entry_points, joined.scratch, joined.stage) == (
-        decoded.source, decoded.entry_points, decoded.scratch, decoded.stage)
+    assert (joined.programs, joined.entry_points, joined.scratch, joined.stage) == (
+        decoded.programs, decoded.entry_points, decoded.scratch, decoded.stage)
     assert list(joined.tensors) == list(decoded.tensors)
     for name, tensor in joined.tensors.items():
         np.testing.assert_array_equal(tensor, decoded.tensors[name])
@@ -46,8 +49,7 @@ def test_split_then_join_gives_the_module_back(make: str) -> None:
 
 def test_split_keeps_the_stage_and_choices() -> None:
     tensors = {"c0": np.arange(3, dtype=np.float32), "c1": np.ones((2, 2), np.int32)}
-    source = "def entry(inputs, outputs, scratch):\n    return None\n"
-    module = encode_module(source, ["entry"], tensors, {"entry": 16}, stage=2,
+    module = encode_module({"entry": EMPTY}, ["entry"], tensors, {"entry": 16}, stage=2,
                            choices=[(0, "fc_dot"), (3, "conv")])
     code, constants = PLUGIN.split_module(module)
     assert len(constants) == ALIGN + 16  # c0 (12 bytes) padded to 64, then c1
@@ -62,7 +64,7 @@ def test_split_refuses_a_module_that_is_not_one() -> None:
 
 
 def _code_fields(code: bytes) -> dict[str, object]:
-    fields: dict[str, object] = msgpack.unpackb(code, raw=False)
+    fields: dict[str, object] = msgpack.unpackb(code, raw=False, ext_hook=unpack_ext)
     return fields
 
 
@@ -74,7 +76,7 @@ def _hostile() -> Iterator[tuple[str, bytes, bytes]]:
     first = next(iter(tensors))
 
     def changed(**kw: object) -> bytes:
-        return msgpack.packb({**fields, **kw}, use_bin_type=True)
+        return msgpack.packb({**fields, **kw}, use_bin_type=True, default=pack_default)
 
     yield "truncated constants", code, constants[:-1]
     yield "extra constants", code, constants + b"\0"
@@ -92,8 +94,11 @@ def _hostile() -> Iterator[tuple[str, bytes, bytes]]:
         constants
     yield "dunder tensor", changed(tensors={"__class__": ["float32", [1]]}, constants=4), \
         bytes(4)
-    yield "missing source", msgpack.packb({k: v for k, v in fields.items() if k != "source"}), \
-        constants
+    yield "missing programs", msgpack.packb(
+        {k: v for k, v in fields.items() if k != "programs"}, default=pack_default), constants
+    yield "programs not per entry point", changed(programs={"other": EMPTY}), constants
+    yield "old format (source)", changed(format=1, source="def partition_0(): pass"), constants
+    yield "unknown extension type", code.replace(b"\xd6\x01", b"\xd6\x07", 1), constants
     yield "bad stage", changed(stage=3, choices=[]), constants
     yield "stage without choices", changed(stage=2), constants
     yield "bad choice", changed(stage=2, choices=[[0, "exec("]]), constants
@@ -109,8 +114,7 @@ def test_join_refuses_hostile_blobs(what: str, code: bytes, constants: bytes) ->
 
 def test_join_refuses_non_zero_padding() -> None:
     tensors = {"c0": np.arange(3, dtype=np.float32), "c1": np.ones(2, np.float32)}
-    source = "def entry(inputs, outputs, scratch):\n    return None\n"
-    code, constants = PLUGIN.split_module(encode_module(source, ["entry"], tensors,
+    code, constants = PLUGIN.split_module(encode_module({"entry": EMPTY}, ["entry"], tensors,
                                                         {"entry": 0}))
     tampered = constants[:20] + b"\1" + constants[21:]
     with pytest.raises(nnrt.CacheError, match="padding before tensor 'c1' is not zero"):

@@ -383,9 +383,9 @@ def test_typed_slot_refuses_bad_types_and_ranges() -> None:
 
 
 def test_bool_tensors_round_trip_through_the_module_and_the_cache_split() -> None:
-    source = "def p(inputs, outputs, scratch):\n    return None\n"
+    empty = {"frame": 0, "inputs": [], "outputs": [], "tensors": [], "slots": [], "steps": []}
     tensors = {"c0": np.array([True, False, True]), "c1": np.arange(3, dtype=np.int32)}
-    module = encode_module(source, ["p"], tensors, {"p": 0})
+    module = encode_module({"p": empty}, ["p"], tensors, {"p": 0})
     decoded = decode_module(module)
     np.testing.assert_array_equal(decoded.tensors["c0"], tensors["c0"])
     assert decoded.tensors["c0"].dtype == np.bool_

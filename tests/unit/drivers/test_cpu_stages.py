@@ -68,8 +68,9 @@ def test_autotune_records_stage_and_choices_in_a_verified_module() -> None:
     assert isinstance(tuned, TunedModule)
     module = decode_module(tuned.module)
     assert module.stage == 2 and module.choices == tuned.choices
+    called = {step[0] for step in module.programs["partition_0"]["steps"]}
     for op, kernel in tuned.choices:
-        assert f"{kernel}(" in module.source, (op, kernel)
+        assert kernel in called, (op, kernel)
     assert autotune(model, "partition_0", _set_event()) is None
 
 
