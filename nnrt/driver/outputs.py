@@ -14,6 +14,7 @@ of the destination's first ``nbytes`` with the actual shape and dtype.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,7 +48,7 @@ class OutputChecker:
         for j, i in enumerate(model.outputs):
             shape = () if is_scalar(operands[i].type) else inferred[i]
             known = is_scalar(operands[i].type) or (bool(shape) and all(d > 0 for d in shape))
-            static.append((shape, int(np.prod(shape, dtype=np.int64)) * self._dtypes[j].itemsize)
+            static.append((shape, math.prod(shape) * self._dtypes[j].itemsize)
                           if known else None)
         self._static = tuple(static)
 

@@ -54,6 +54,9 @@ _SLOT_DTYPES = {"float32": np.dtype(np.float32), "int32": np.dtype(np.int32),
                 "bool": np.dtype(np.bool_)}
 _KEYS = {"frame", "inputs", "outputs", "tensors", "slots", "steps"}
 _U32 = struct.Struct(">I")
+#: Literal argument types (besides tuples, msgpack arrays, of arguments).
+_NUMBERS = frozenset({int, float, bool, type(None)})
+_PLAIN = _NUMBERS | {str}
 
 Array = np.ndarray[Any, Any]
 Getter = Callable[[list[Any]], tuple[Any, ...]]
@@ -182,6 +185,7 @@ class _Loader:
         self.base: list[Any] = []
         self.steps: list[Step] = []
         self.names: list[str] = []
+        self.at: tuple[int, str] = (0, "")
 
     def fail(self, why: str) -> BadData:
         return BadData(f"{self.where}: {why}")
@@ -266,53 +270,73 @@ class _Loader:
         return tuple(found)
 
     def step(self, number: int, raw: Any) -> None:
-        where = f"step {number}"
         if not (isinstance(raw, list) and len(raw) == 3 and isinstance(raw[0], str)
                 and isinstance(raw[2], list)):
-            raise self.fail(f"{where}: expected [kernel, result, [args]]")
+            raise self.fail(f"step {number}: expected [kernel, result, [args]]")
         name, result, args = raw
         kernel = self.kernels.get(name)
         if kernel is None:
-            raise self.fail(f"{where}: {name!r:.40} is not a kernel")
-        where = f"{where} ({name})"
-        indices = [self.argument(arg, where) for arg in args]
+            raise self.fail(f"step {number}: {name!r:.40} is not a kernel")
+        self.at = (number, name)
+        indices = []
+        for arg in args:
+            kind = type(arg)
+            if kind is ValueRef:
+                indices.append(self.read(arg))
+            elif kind in _PLAIN:
+                indices.append(self.literal(self.scalar(arg)))
+            else:
+                static, payload = self.convert(arg, 0)
+                indices.append(self.literal(payload) if static else payload)
         if result != -1:
-            result = self.define(result, f"{where}: result")
+            result = self.define(result, f"{self.site()}: result")
         self.steps.append((kernel, _getter(indices), result))
         self.names.append(name)
 
-    def argument(self, arg: Any, where: str) -> int:
-        """The frame index holding ``arg`` at run time (literals are placed in the frame)."""
-        static, payload = self.convert(arg, where, 0)
-        return self.literal(payload) if static else payload
+    def site(self) -> str:
+        number, name = self.at
+        return f"step {number} ({name})"
 
-    def convert(self, arg: Any, where: str, depth: int) -> tuple[bool, Any]:
+    def read(self, ref: ValueRef) -> int:
+        """The frame index of a value a step reads (defined before it)."""
+        value = ref.index
+        if not value < self.size:
+            raise self.fail(f"{self.site()}: argument: {value} is not a value of the frame (0 "
+                            f"to {self.size - 1})")
+        if not self.defined[value]:
+            raise self.fail(f"{self.site()}: value {value} is read before it is defined")
+        return value
+
+    def scalar(self, arg: Any) -> Any:
+        if type(arg) is str and len(arg) > _MAX_STR:
+            raise self.fail(f"{self.site()}: str argument {arg!r:.40} is longer than "
+                            f"{_MAX_STR}")
+        return arg
+
+    def convert(self, arg: Any, depth: int) -> tuple[bool, Any]:
         """``(True, literal)`` for an argument known now, ``(False, frame index)`` for one
         made at run time: a value, or a tuple holding values (built by a pack step)."""
-        if isinstance(arg, ValueRef):
-            value = self.value(arg.index, f"{where}: argument")
-            if not self.defined[value]:
-                raise self.fail(f"{where}: value {value} is read before it is defined")
-            return False, value
-        if isinstance(arg, list):
-            if depth >= _MAX_LITERAL_DEPTH or len(arg) > _MAX_LITERAL_ITEMS:
-                raise self.fail(f"{where}: a tuple argument nested deeper than "
-                                f"{_MAX_LITERAL_DEPTH} or longer than {_MAX_LITERAL_ITEMS}")
-            items = [self.convert(item, where, depth + 1) for item in arg]
-            if all(static for static, _ in items):
-                return True, tuple(payload for _, payload in items)
-            indices = [self.literal(payload) if static else payload for static, payload in items]
-            self.base.append(None)
-            self.steps.append((_pack, _getter(indices), len(self.base) - 1))
-            self.names.append("pack")
-            return False, len(self.base) - 1
         kind = type(arg)
-        if arg is None or kind is bool or kind is float or (
-                kind is str and len(arg) <= _MAX_STR):
-            return True, arg
-        if kind is int and -(1 << 63) <= arg < 1 << 63:
-            return True, arg
-        raise self.fail(f"{where}: {kind.__name__} argument {arg!r:.40} is not allowed")
+        if kind is ValueRef:
+            return False, self.read(arg)
+        if kind in _PLAIN:
+            return True, self.scalar(arg)
+        if kind is not list:
+            raise self.fail(f"{self.site()}: {kind.__name__} argument {arg!r:.40} is not "
+                            "allowed")
+        if depth >= _MAX_LITERAL_DEPTH or len(arg) > _MAX_LITERAL_ITEMS:
+            raise self.fail(f"{self.site()}: a tuple argument nested deeper than "
+                            f"{_MAX_LITERAL_DEPTH} or longer than {_MAX_LITERAL_ITEMS}")
+        if all(type(item) in _NUMBERS for item in arg):  # the common case: a tuple of numbers
+            return True, tuple(arg)
+        items = [self.convert(item, depth + 1) for item in arg]
+        if all(static for static, _ in items):
+            return True, tuple(payload for _, payload in items)
+        indices = [self.literal(payload) if static else payload for static, payload in items]
+        self.base.append(None)
+        self.steps.append((_pack, _getter(indices), len(self.base) - 1))
+        self.names.append("pack")
+        return False, len(self.base) - 1
 
     def literal(self, value: Any) -> int:
         self.base.append(value)

@@ -112,7 +112,7 @@ def _slices(descriptors: dict[Any, Any], constants: bytes, declared: Any
         if start + size > len(constants):
             raise BadData(f"tensor {name!r} ({spec[0]}{spec[1]}) needs bytes {start} to "
                           f"{start + size}; the data cache holds {len(constants)}")
-        if any(view[offset:start]):
+        if view[offset:start] != bytes(start - offset):
             raise BadData(f"the padding before tensor {name!r} is not zero")
         array = np.frombuffer(constants, dtype, size // dtype.itemsize if dtype.itemsize else 0,
                               start).reshape(spec[1])
