@@ -15,31 +15,57 @@ import os
 import stat
 import struct
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from nnrt.cache.files import CacheFiles
 from nnrt.cache.locking import DEFAULT_LOCK_TIMEOUT, access_mode, flocked
 from nnrt.cache.store import IntegrityStore
 from nnrt.errors import CacheError
 
-__all__ = ["DEFAULT_MAX_BYTES", "cache_digest", "load_cache", "save_cache"]
+__all__ = ["CHUNK_BYTES", "DEFAULT_MAX_BYTES", "cache_digest", "load_cache", "save_cache"]
 
 #: Most bytes ``load_cache`` reads over all files unless told otherwise (16 GiB).
 DEFAULT_MAX_BYTES = 2**34
-_DOMAIN = b"nnrt.cache.v1\0"
+_DOMAIN = b"nnrt.cache.v2\0"
 _MAX_PREAD = 1 << 30
+#: Blobs are hashed in pieces of this many bytes; from ``_PARALLEL_BYTES`` in all, the pieces
+#: are hashed by up to ``_HASH_THREADS`` threads (hashlib releases the GIL).
+CHUNK_BYTES = 16 << 20
+_PARALLEL_BYTES = 32 << 20
+_HASH_THREADS = 4
 
 Blob = bytes | bytearray | memoryview
 
 
 def cache_digest(model_blobs: Sequence[Blob], data_blobs: Sequence[Blob]) -> bytes:
-    """SHA-256 over a framing of both blob lists: counts, then each length and its bytes."""
+    """SHA-256 over a framing of both blob lists: the counts, then per blob its length and the
+    SHA-256 of each of its :data:`CHUNK_BYTES` pieces in order (a two-level hash, so that large
+    caches are hashed on several cores; the same value whatever the thread count)."""
+    views = [memoryview(blob).cast("B") for blob in (*model_blobs, *data_blobs)]
+    pieces = [view[start:start + CHUNK_BYTES]
+              for view in views for start in range(0, view.nbytes, CHUNK_BYTES)]
+    digests = iter(_hash_pieces(pieces))
     digest = hashlib.sha256(_DOMAIN)
     digest.update(struct.pack("<II", len(model_blobs), len(data_blobs)))
-    for blob in (*model_blobs, *data_blobs):
-        view = memoryview(blob).cast("B")
+    for view in views:
         digest.update(struct.pack("<Q", view.nbytes))
-        digest.update(view)
-    return digest.digest()
+        for _ in range(0, view.nbytes, CHUNK_BYTES):
+            digest.update(next(digests))
+    result: bytes = digest.digest()
+    return result
+
+
+def _hash_pieces(pieces: list[memoryview]) -> list[bytes]:
+    """SHA-256 of each piece, in threads when there is enough to hash and cores to do it."""
+    threads = min(_HASH_THREADS, os.cpu_count() or 1, len(pieces))
+    if threads < 2 or sum(p.nbytes for p in pieces) < _PARALLEL_BYTES:
+        return [hashlib.sha256(piece).digest() for piece in pieces]
+    with ThreadPoolExecutor(threads, "nnrt-cache-hash") as pool:
+        return list(pool.map(_sha256, pieces))
+
+
+def _sha256(piece: memoryview) -> bytes:
+    return hashlib.sha256(piece).digest()
 
 
 def save_cache(files: CacheFiles, model_blobs: Sequence[Blob], data_blobs: Sequence[Blob],

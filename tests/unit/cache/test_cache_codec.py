@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
+import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cache_helpers import TOKEN_A, TOKEN_B, data_blobs, flip_bit, model_blobs, opened, paths
 
@@ -18,6 +21,7 @@ from nnrt.cache import (
     load_cache,
     save_cache,
 )
+from nnrt.cache.codec import CHUNK_BYTES
 from nnrt.errors import BadData, CacheError
 
 
@@ -208,3 +212,19 @@ def test_digest_framing_separates_blob_boundaries_and_kinds() -> None:
                cache_digest([b"abc", b""], [])}
     assert len(digests) == 5
     assert all(len(d) == 32 for d in digests)
+
+
+def test_digest_is_the_documented_two_level_sha256_threads_or_not() -> None:
+    # independent computation of the documented format: counts, then per blob its length and
+    # the SHA-256 of each CHUNK_BYTES piece; a large blob (hashed by threads) and small ones
+    big = np.random.default_rng(0).integers(0, 256, 2 * CHUNK_BYTES + 12345, np.uint8).tobytes()
+    model, data = [b"header", b""], [big]
+    want = hashlib.sha256(b"nnrt.cache.v2\0" + struct.pack("<II", 2, 1))
+    for blob in (*model, *data):
+        want.update(struct.pack("<Q", len(blob)))
+        for start in range(0, len(blob), CHUNK_BYTES):
+            want.update(hashlib.sha256(blob[start:start + CHUNK_BYTES]).digest())
+    assert cache_digest(model, data) == want.digest()
+    flipped = bytearray(big)
+    flipped[CHUNK_BYTES + 7] ^= 1  # one bit in the second piece
+    assert cache_digest(model, [bytes(flipped)]) != want.digest()
