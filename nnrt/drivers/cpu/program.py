@@ -34,6 +34,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from nnrt.drivers.cpu.kernels import slot
+from nnrt.drivers.cpu.kernels_typed import typed_slot
 from nnrt.errors import BadData
 
 __all__ = ["MAX_FRAME", "MAX_STEPS", "REF_CODE", "Program", "ValueRef", "load_program",
@@ -138,12 +140,8 @@ class Program:
         tensors, literals and the scratch slots' views, made once and reused per arena."""
         frame = list(self._base)
         for value, offset, shape, dtype in self._slots:
-            size = math.prod(shape)
-            if dtype.itemsize == _ARENA_ITEM and dtype.kind == "f":
-                frame[value] = arena[offset:offset + size].reshape(shape)
-            else:
-                words = -(-size * dtype.itemsize // _ARENA_ITEM)
-                frame[value] = arena[offset:offset + words].view(dtype)[:size].reshape(shape)
+            frame[value] = (slot(arena, offset, shape) if dtype.name == "float32"
+                            else typed_slot(arena, offset, shape, dtype.name))
         return frame
 
     def run(self, frame: list[Any], inputs: Sequence[Array], outputs: Sequence[Array]) -> None:
