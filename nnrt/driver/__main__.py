@@ -18,6 +18,7 @@ from nnrt.driver.discovery import load_driver
 from nnrt.driver.service import Service
 from nnrt.errors import NnrtError
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, HEADER
+from nnrt.ops.floats import ignore_float_errors_here
 
 _MIN_FRAME = 1 << 10
 _MAX_FRAME = 2**(8 * HEADER.size) - 1
@@ -57,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="nnrt.driver[%(process)d] %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _exit_now)  # until the service can stop cleanly
+    ignore_float_errors_here()  # executions run on this thread: NNAPI float semantics
     try:
         driver = load_driver(args.driver)
         with Service(driver, max_frame=args.max_frame) as service:

@@ -44,7 +44,8 @@ class ExecutionControl:
 
     def __init__(self, deadline: float | None = None,
                  should_stop: Callable[[], bool] | None = None) -> None:
-        if deadline is not None and (isinstance(deadline, bool) or not isinstance(
+        if deadline is not None and (deadline.__class__ is not float or not math.isfinite(
+                deadline)) and (isinstance(deadline, bool) or not isinstance(
                 deadline, int | float) or not math.isfinite(deadline)):
             raise BadData(f"execute: deadline must be a finite time.monotonic() value or None, "
                           f"got {deadline!r:.80}")

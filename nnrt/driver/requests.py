@@ -51,6 +51,7 @@ _MAX_OUTPUT_SIZE = 2**63
 _MAX_REASON = 1024
 
 _E = TypeVar("_E", ExecutionPreference, Priority)
+_PRIORITIES = frozenset(int(code) for code in Priority)
 #: Stands for a device input until the execute runs and reads the buffer.
 _PLACEHOLDER: np.ndarray[Any, Any] = np.empty(0, np.uint8)
 Handler = Callable[[Connection, int, dict[str, Any]], None]
@@ -332,8 +333,10 @@ class RequestHandlers:
         if pools:
             self._check_kinds(pools, request_id)
         priority = body.get("priority")
-        priority = handle.priority if priority is None else int(
-            _code(Priority, priority, request_id, "priority"))
+        if priority is None:
+            priority = handle.priority
+        elif priority not in _PRIORITIES:
+            _code(Priority, priority, request_id, "priority")  # raises, naming the known codes
         deadline = body.get("deadline")
         if deadline is not None:
             deadline = float(deadline)

@@ -34,6 +34,7 @@ DEFAULT_MAX_FRAME = 64 << 20
 #: Most descriptors one message may carry (and the most that may wait unclaimed).
 MAX_FDS_PER_MESSAGE = 16
 _INITIAL_BUFFER = 256 << 10
+_CTRUNC = int(socket.MSG_CTRUNC)  # a plain int: IntFlag arithmetic is slow
 _ANCILLARY = socket.CMSG_SPACE(MAX_FDS_PER_MESSAGE * array.array("i").itemsize)
 
 
@@ -45,9 +46,14 @@ def _reject_ext(code: int, data: bytes) -> Any:
     raise ProtocolError(f"msgpack extension type {code} is not allowed")
 
 
-def encode_frame(message: Any, max_frame: int = DEFAULT_MAX_FRAME) -> bytes:
-    """One frame holding ``message`` (msgpack of lists, dicts, str, bytes, numbers, None)."""
-    payload: bytes = msgpack.packb(message, use_bin_type=True)
+def encode_frame(message: Any, max_frame: int = DEFAULT_MAX_FRAME,
+                 packer: msgpack.Packer | None = None) -> bytes:
+    """One frame holding ``message`` (msgpack of lists, dicts, str, bytes, numbers, None).
+
+    ``packer`` (``use_bin_type=True``), reused by one connection, spares making one per frame.
+    """
+    payload: bytes = (msgpack.packb(message, use_bin_type=True) if packer is None
+                      else packer.pack(message))
     if len(payload) > max_frame:
         raise ProtocolError(f"frame of {len(payload)} bytes exceeds the maximum {max_frame}")
     return HEADER.pack(len(payload)) + payload
@@ -93,7 +99,7 @@ class FrameReader:
                 fds = array.array("i")
                 fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
                 self._fds.extend(fds)
-        if flags & socket.MSG_CTRUNC:
+        if flags & _CTRUNC:
             raise ProtocolError("too many file descriptors in one message")
         if len(self._fds) > MAX_FDS_PER_MESSAGE * 4:
             raise ProtocolError(f"{len(self._fds)} file descriptors sent but never claimed")

@@ -233,8 +233,9 @@ def _check_shape(shape: Any, where: str) -> None:
             raise ProtocolError(f"{where}: bad shape {describe(shape)}")
 
 
-def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:
-    """Check and decode ``[dtype, shape, bytes]`` (untrusted) into a read-only array view."""
+def decode_tensor(value: Any, where: str, *, writable: bool = False) -> np.ndarray[Any, Any]:
+    """Check and decode ``[dtype, shape, bytes]`` (untrusted) into a read-only array view of
+    the bytes, or with ``writable`` an array over a copy of them (one ``memcpy``)."""
     if not isinstance(value, list) or len(value) != 3:
         raise ProtocolError(f"{where}: a tensor must be [dtype, shape, bytes]")
     dtype, shape, data = value
@@ -250,7 +251,7 @@ def decode_tensor(value: Any, where: str) -> np.ndarray[Any, Any]:
     dt = _DTYPE_OF[dtype]
     if len(data) != math.prod(shape) * dt.itemsize:
         raise ProtocolError(f"{where}: {len(data)} bytes for shape {shape} of {dtype}")
-    return np.frombuffer(data, dtype=dt).reshape(shape)
+    return np.ndarray(shape, dt, bytearray(data) if writable else data)
 
 
 # -- errors -------------------------------------------------------------------------------------

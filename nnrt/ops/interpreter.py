@@ -25,6 +25,7 @@ from nnrt.model.operand import dtype_of, is_scalar
 from nnrt.model.types import OperandType
 from nnrt.model.values import coerce_value, dims_compatible
 from nnrt.ops.context import ExecutionContext
+from nnrt.ops.floats import ignoring_float_errors
 from nnrt.ops.registry import lookup
 from nnrt.ops.support import check_supported
 
@@ -403,7 +404,7 @@ class ExecutionPlan:
         frame.slots = values
         frame.dests = dests
         try:
-            with np.errstate(all="ignore"):  # NNAPI semantics: inf / NaN results, no warnings
+            with ignoring_float_errors():  # NNAPI semantics: inf / NaN results, no warnings
                 for step, ctx in zip(self._steps, contexts, strict=True):
                     if check is not None:
                         check()

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+import msgpack
 
 from nnrt.errors import UnavailableDevice
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, FrameReader, ProtocolError, encode_frame
@@ -35,6 +36,7 @@ class FramedSocket:
         self.sock = sock
         self.max_frame = max_frame
         self.reader = FrameReader(max_frame)
+        self._packer = msgpack.Packer(use_bin_type=True)
         self._outbox = bytearray()
         self._flush_lock = anyio.Lock()
         self.closed = False
@@ -84,14 +86,14 @@ class FramedSocket:
         """Queue ``message`` without waiting (asyncio mode only); False if not possible."""
         if self._loop is None or self.closed:
             return False
-        self._send_frame_coalesced(encode_frame(message, self.max_frame))
+        self._send_frame_coalesced(encode_frame(message, self.max_frame, self._packer))
         return True
 
     async def send(self, message: Any, fds: Sequence[int] = ()) -> None:
         """Send one message (and ``fds`` attached to it); waits only if the socket is full."""
         if self.closed:
             raise UnavailableDevice("the connection is closed")
-        frame = encode_frame(message, self.max_frame)
+        frame = encode_frame(message, self.max_frame, self._packer)
         if self._loop is not None:
             await self._send_asyncio(frame, fds)
             return

@@ -168,7 +168,7 @@ class DeviceMemory:
         ref = _target_ref(target)
         if ref is None:
             reply = await backend.device_request(self.handle, "copy_to", {"target": None})
-            data = decode_tensor(reply.get("tensor"), "copy_to reply").copy()
+            data = decode_tensor(reply.get("tensor"), "copy_to reply", writable=True)
             self.dims = data.shape
             return _deliver(data, target)
         if ref.dtype != self.dtype or not ref.memory.writable:

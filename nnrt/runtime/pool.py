@@ -379,6 +379,8 @@ class WorkerPool:
         If the pool is broken, waiting requests are woken without a slot and fail with
         ``UnavailableDevice`` rather than wait for a worker that cannot start.
         """
+        if not self._waiters:
+            return
         if self.broken:
             waiters, self._waiters = self._waiters, []
             for _, _, waiter in waiters:
@@ -416,9 +418,9 @@ class WorkerPool:
 
     def try_acquire(self) -> WorkerSlot | None:
         """A slot with capacity right now (nobody waiting before us), or None."""
-        if self._waiters or self.broken:
+        if self._waiters:
             return None
-        slot = self._free_slot()
+        slot = self._free_slot()  # a live worker with room: the pool is not broken
         if slot is not None:
             slot.in_flight += 1
         return slot

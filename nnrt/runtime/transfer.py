@@ -190,7 +190,7 @@ class Transfer:
             if not isinstance(value, list) or not value or value[0] != names[j]:
                 raise ProtocolError(f"output {j}: expected a {names[j]} tensor")
             if target is None:
-                results.append(decode_tensor(value, f"output {j}").copy())
+                results.append(decode_tensor(value, f"output {j}", writable=True))
                 continue
             results.append(self._from_pool(j, value, target, views,
                                            buffers[j] if buffers is not None else None))

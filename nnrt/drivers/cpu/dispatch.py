@@ -21,6 +21,7 @@ from nnrt.drivers.cpu.kernels_tuned import KERNELS
 from nnrt.drivers.cpu.module import Module, decode_module
 from nnrt.drivers.cpu.program import Program, load_program
 from nnrt.errors import BadData
+from nnrt.ops.floats import ignoring_float_errors
 
 __all__ = ["CpuDispatch", "CpuExecutable"]
 
@@ -89,7 +90,7 @@ class CpuDispatch(Dispatch):
             (*inputs, *targets[:j], *targets[j + 1:]))]
         for j in aliased:
             targets[j] = np.empty_like(targets[j])
-        with np.errstate(all="ignore"):  # NNAPI semantics: inf / NaN results, no warnings
+        with ignoring_float_errors():  # NNAPI semantics: inf / NaN results, no warnings
             executable.program.run(executable.frame(), inputs, targets)
         for j in aliased:
             np.copyto(outputs[j], targets[j])
