@@ -309,11 +309,15 @@ class RequestHandlers:
                                 "in flight")
         pools: tuple[MappedPool, ...] = ()
         device_inputs: DeviceArgs = ()
-        try:
-            arrays: list[np.ndarray[Any, Any]] = [decode_tensor(value, "input")
-                                                  for value in body["inputs"]]
-        except ProtocolError:  # this path is hot: references and culprits are looked at here
-            arrays, pools, device_inputs = _decode_inputs(conn, body["inputs"], request_id)
+        values = body["inputs"]
+        arrays: list[np.ndarray[Any, Any]]
+        if all(value.__class__ is list and len(value) == 3 for value in values):
+            try:  # all inline (the hot path): a culprit is named by _decode_inputs
+                arrays = [decode_tensor(value, "input") for value in values]
+            except ProtocolError:
+                arrays, pools, device_inputs = _decode_inputs(conn, values, request_id)
+        else:  # pool references, device buffers
+            arrays, pools, device_inputs = _decode_inputs(conn, values, request_id)
         output_sizes = body.get("output_sizes")
         if output_sizes is not None:
             _check_output_sizes(output_sizes, request_id)

@@ -191,6 +191,11 @@ def encode_written(array: np.ndarray[Any, Any]) -> list[Any]:
     return [name, list(array.shape)]
 
 
+def dtype_of_name(name: str) -> np.dtype[Any]:
+    """The dtype a wire name (checked by the caller: one of the wire dtypes) stands for."""
+    return _DTYPE_OF.get(name) or np.dtype(name)
+
+
 def dtype_name(dtype: np.dtype[Any]) -> str | None:
     """The wire name of ``dtype``, or None if it cannot cross the wire."""
     return _NAME_OF.get(dtype)

@@ -20,6 +20,7 @@ import math
 import mmap
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
@@ -294,9 +295,35 @@ def find_memory(array: object) -> tuple[Memory, int] | None:
 
     Recognises views from :meth:`Memory.ndarray` and any slice or reshape of them; an array
     partly outside the memory, of a closed memory, or not an ndarray gives None.
+
+    Views passed again and again (a request's buffers) are remembered: an ndarray's data
+    address never changes, so the array object (held weakly), its shape and its strides
+    identify the answer (reading the address costs a dict build per call).
     """
     if not isinstance(array, np.ndarray) or array.base is None or not REGISTRY:
         return None  # an array owning its data is no view of a memory (this path is hot)
+    seen = _SEEN.get(id(array))
+    if seen is not None:
+        ref, shape, strides, memory_ref, offset = seen
+        memory = memory_ref()
+        if (ref() is array and array.shape == shape and array.strides == strides
+                and memory is not None and not memory.closed):
+            return memory, offset
+    found = _find(array)
+    if found is not None:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[id(array)] = (weakref.ref(array), array.shape, array.strides,
+                            weakref.ref(found[0]), found[1])
+    return found
+
+
+#: Recently found views, all held weakly: id -> (array, shape, strides, memory, offset).
+_SEEN: dict[int, tuple[Any, tuple[int, ...], tuple[int, ...], Any, int]] = {}
+_SEEN_MAX = 256
+
+
+def _find(array: np.ndarray[Any, Any]) -> tuple[Memory, int] | None:
     data: int = array.__array_interface__["data"][0]
     low = high = data
     if array.size:

@@ -21,12 +21,14 @@ MAXIMUM / MINIMUM validate but are not implemented by the reference kernels.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from nnrt.model.types import FusedActivation, OperandType, OperationType
+from nnrt.ops import parallel
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.fused import apply_activation
 from nnrt.ops.registry import OperationDef, Shape, add_definition
@@ -86,11 +88,14 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
             ctx.fail("integer division by zero", input=INPUT2)
         return [_INT_FUNCS[ctx.op_type](a.astype(np.int64), b.astype(np.int64))
                 .astype(np.int32)]
+    func = _FLOAT_FUNCS[ctx.op_type]  # correctly rounded: see the module docstring
     dest = ctx.out(0, overlap=True)  # ufuncs handle a destination aliasing a or b
     if dest is None:
-        result = _FLOAT_FUNCS[ctx.op_type](a, b)  # correctly rounded: see the module docstring
-        return [apply_activation(result, activation)]
-    _FLOAT_FUNCS[ctx.op_type](a, b, out=dest)
+        shape = ctx.output_shapes[0]
+        if a.dtype != b.dtype or math.prod(shape) * a.itemsize < parallel.MIN_BYTES:
+            return [apply_activation(func(a, b), activation)]
+        dest = np.empty(shape, a.dtype)
+    parallel.ufunc_into(func, a, b, dest)  # large outputs: split over threads
     _activate_in_place(dest, activation)
     return [dest]
 

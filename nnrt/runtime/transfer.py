@@ -25,7 +25,7 @@ import numpy as np
 
 from nnrt.errors import BadData, OutputInsufficientSize
 from nnrt.ipc.framing import ProtocolError
-from nnrt.ipc.messages import decode_tensor, encode_tensor
+from nnrt.ipc.messages import decode_tensor, dtype_of_name, encode_tensor
 from nnrt.memory import Memory, TensorRef, find_memory
 from nnrt.runtime.arena import Arena, Region
 from nnrt.runtime.device import DeviceMemory, is_shape
@@ -203,13 +203,15 @@ class Transfer:
         memory: Memory
         region: Region | None
         memory, offset, length, region = target
-        dtype = np.dtype(value[0])
+        dtype = dtype_of_name(value[0])
         shape = tuple(value[1])
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > length:  # the worker checks too; never trust, never read past the buffer
             raise OutputInsufficientSize(f"output {j}: {nbytes} bytes do not fit in {length}",
                                          [shape])
         if isinstance(buffer, np.ndarray):  # the caller's own buffer: a view of it
+            if buffer.shape == shape and buffer.dtype == dtype:
+                return buffer  # filled exactly (C-contiguous: checked with the request)
             flat = buffer.reshape(-1).view(np.uint8)
             result: Array = flat[:nbytes].view(dtype).reshape(shape)
             return result

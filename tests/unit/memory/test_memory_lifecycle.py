@@ -61,6 +61,37 @@ def test_find_memory_recognises_views_and_slices() -> None:
         del view, last
 
 
+def test_find_memory_remembers_a_view_only_while_it_stays_valid() -> None:
+    mem = Memory.create(4096)
+    view = mem.ndarray(np.float32, (4, 4), offset=64)
+    assert find_memory(view) == (mem, 64)
+    assert find_memory(view) == (mem, 64)  # the remembered answer
+    view.shape = (16,)  # reshaped in place: still the same bytes, looked up again
+    assert find_memory(view) == (mem, 64)
+    mem.close()  # a closed memory is never answered from memory
+    assert find_memory(view) is None
+    del view
+    other = Memory.create(4096)
+    fresh = other.ndarray(np.float32, (4, 4), offset=128)  # may reuse the old view's id
+    assert find_memory(fresh) == (other, 128)
+    del fresh
+    other.close()
+
+
+def test_find_memory_does_not_keep_a_memory_alive() -> None:
+    mem = Memory.create(4096)
+    view = mem.ndarray(np.uint8, 16)
+    assert find_memory(view) == (mem, 0)
+    fd_target = os.readlink(f"/proc/self/fd/{mem.fileno()}")
+    fd = mem.fileno()
+    del mem
+    gc.collect()
+    still_open = os.path.exists(f"/proc/self/fd/{fd}") and os.readlink(
+        f"/proc/self/fd/{fd}") == fd_target
+    assert not still_open  # the remembered lookup held the memory only weakly
+    del view
+
+
 def test_find_memory_counts_offsets_from_the_file_offset(file_fd: Callable[[], int]) -> None:
     with Memory.from_fd(file_fd(), 4100, 1000, RW) as mem:
         assert find_memory(mem.ndarray(np.int32, 5, offset=16)) == (mem, 16)
