@@ -44,9 +44,7 @@ class ExecutionControl:
 
     def __init__(self, deadline: float | None = None,
                  should_stop: Callable[[], bool] | None = None) -> None:
-        if deadline is not None and (deadline.__class__ is not float or not math.isfinite(
-                deadline)) and (isinstance(deadline, bool) or not isinstance(
-                deadline, int | float) or not math.isfinite(deadline)):
+        if deadline is not None and not _finite_number(deadline):
             raise BadData(f"execute: deadline must be a finite time.monotonic() value or None, "
                           f"got {deadline!r:.80}")
         if should_stop is not None and not callable(should_stop):
@@ -82,3 +80,10 @@ class ExecutionControl:
                 raise OpFailed(f"execute: should_stop() raised {exc!r}") from exc
             if stop:
                 raise Cancelled("execution cancelled: should_stop() returned true")
+
+
+def _finite_number(value: Any) -> bool:
+    """Whether ``value`` is a finite int or float (not a bool); floats are checked first."""
+    if value.__class__ is float:
+        return math.isfinite(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
