@@ -310,13 +310,8 @@ class RequestHandlers:
         pools: tuple[MappedPool, ...] = ()
         device_inputs: DeviceArgs = ()
         values = body["inputs"]
-        arrays: list[np.ndarray[Any, Any]]
-        if all(value.__class__ is list and len(value) == 3 for value in values):
-            try:  # all inline (the hot path): a culprit is named by _decode_inputs
-                arrays = [decode_tensor(value, "input") for value in values]
-            except ProtocolError:
-                arrays, pools, device_inputs = _decode_inputs(conn, values, request_id)
-        else:  # pool references, device buffers
+        arrays = _inline_inputs(values)
+        if arrays is None:  # pool references, device buffers, or a culprit to name
             arrays, pools, device_inputs = _decode_inputs(conn, values, request_id)
         output_sizes = body.get("output_sizes")
         if output_sizes is not None:
@@ -386,6 +381,16 @@ def _cache_files(spec: Any, fds: list[int], request_id: int) -> tuple[CacheFiles
     files = CacheFiles(check_token(spec["token"], where), tuple(fds[:model]),
                        tuple(fds[model:]))
     return files, hit
+
+
+def _inline_inputs(values: list[Any]) -> list[np.ndarray[Any, Any]] | None:
+    """The inputs when every one is a well-formed inline tensor (the hot path), else None."""
+    if not all(value.__class__ is list and len(value) == 3 for value in values):
+        return None
+    try:
+        return [decode_tensor(value, "input") for value in values]
+    except ProtocolError:
+        return None
 
 
 def _decode_inputs(conn: Connection, values: list[Any], request_id: int

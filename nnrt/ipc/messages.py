@@ -193,7 +193,8 @@ def encode_written(array: np.ndarray[Any, Any]) -> list[Any]:
 
 def dtype_of_name(name: str) -> np.dtype[Any]:
     """The dtype a wire name (checked by the caller: one of the wire dtypes) stands for."""
-    return _DTYPE_OF.get(name) or np.dtype(name)
+    dtype = _DTYPE_OF.get(name)
+    return dtype if dtype is not None else np.dtype(name)
 
 
 def dtype_name(dtype: np.dtype[Any]) -> str | None:

@@ -142,7 +142,8 @@ def _follows_rows(x: Array, out: Array) -> bool:
 def _split(a: tuple[Array, bool], b: tuple[Array, bool], out: Array, length: int
            ) -> list[tuple[Array, Array, Array]]:
     """Cut the first axis of ``out`` — and of ``a`` / ``b`` where their flag says they follow
-    it, else they are passed whole (broadcast) — into :data:`THREADS` blocks."""
+    it, else they are passed whole (broadcast) — into ``_BLOCKS_PER_THREAD`` blocks per
+    thread."""
     (x, cut_x), (y, cut_y) = a, b
     step = max(-(-length // (THREADS * _BLOCKS_PER_THREAD)), 1)
     return [(x[start:start + step] if cut_x else x, y[start:start + step] if cut_y else y,
