@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -354,6 +354,12 @@ class PreparedModel(abc.ABC):
     Release it with :meth:`release` (or use it as a context manager) when done.
     """
 
+    #: Set by a driver whose ``_execute`` returns outputs already checked against the model's
+    #: output operands (count, dtype, declared dims) — the reference interpreter checks every
+    #: operation's results — so that :meth:`execute` does not check them again when the caller
+    #: gave neither destinations nor buffer sizes.
+    _checks_own_outputs: ClassVar[bool] = False
+
     def __init__(self, model: Model, *, driver_name: str = "driver") -> None:
         if not isinstance(model, Model) or not model.finished:
             raise BadState("PreparedModel: needs a finished nnrt.Model")
@@ -399,12 +405,13 @@ class PreparedModel(abc.ABC):
             raise BadState(f"execute: this prepared model of driver {self._driver_name} has "
                            "been released")
         control = ExecutionControl(deadline, should_stop)
-        sizes = self._outputs.check_sizes(output_sizes)
+        sizes = None if output_sizes is None else self._outputs.check_sizes(output_sizes)
         if outputs is not None:
             buffers = self._outputs.check_destinations(outputs)
             control.outputs = self._outputs.typed_destinations(buffers)
         arrays = self._binder.bind(inputs)
-        control.check_deadline("before the execution started")
+        if deadline is not None:
+            control.check_deadline("before the execution started")
         device_start = time.perf_counter_ns()
         try:
             results = self._execute(arrays, control)
@@ -413,9 +420,11 @@ class PreparedModel(abc.ABC):
         except Exception as exc:
             raise OpFailed(f"driver {self._driver_name}: execute failed: {exc!r}") from exc
         device_ns = time.perf_counter_ns() - device_start
-        control.check_deadline("during the execution")
+        if deadline is not None:
+            control.check_deadline("during the execution")
         if outputs is None:
-            arrays = self._outputs.check(results, sizes)
+            arrays = (results if results.__class__ is list and self._checks_own_outputs
+                      and sizes is None else self._outputs.check(results, sizes))
         else:
             arrays = self._outputs.place(results, sizes, buffers, control.outputs)
         return ExecutionResult(arrays, Timing(device_ns, time.perf_counter_ns() - start))

@@ -70,7 +70,8 @@ class ExecutionControl:
 
     def check(self) -> None:
         """Between two operations: raise ``DeadlineMissed`` or ``Cancelled`` if it is time."""
-        self.check_deadline("between two operations")
+        if self._deadline is not None:
+            self.check_deadline("between two operations")
         if self._should_stop is not None:
             try:
                 stop = self._should_stop()

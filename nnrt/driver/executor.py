@@ -124,7 +124,7 @@ class Executor:
                 if job.device_outputs:
                     outputs = _write_devices(job, result.outputs, destinations)
                 elif destinations is None:
-                    outputs = [encode_tensor(output) for output in result.outputs]
+                    outputs = list(map(encode_tensor, result.outputs))
                 else:
                     outputs = [encode_tensor(output) if where is None else encode_written(output)
                                for output, where in zip(result.outputs, destinations,

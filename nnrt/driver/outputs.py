@@ -161,7 +161,9 @@ class OutputChecker:
             raise OpFailed(f"driver {self._driver}: returned {len(outputs)} outputs, the model "
                            f"has {count}")
         for j, arr in enumerate(outputs):
-            if not isinstance(arr, np.ndarray) or arr.dtype != self._dtypes[j]:
+            if arr.__class__ is np.ndarray and arr.dtype is self._dtypes[j]:
+                pass  # the usual case, without the comparisons below
+            elif not isinstance(arr, np.ndarray) or arr.dtype != self._dtypes[j]:
                 got = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
                 raise OpFailed(f"driver {self._driver}: output {j} is {got}, expected an "
                                f"ndarray of {self._dtypes[j]}")

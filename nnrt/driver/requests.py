@@ -385,12 +385,15 @@ def _cache_files(spec: Any, fds: list[int], request_id: int) -> tuple[CacheFiles
 
 def _inline_inputs(values: list[Any]) -> list[np.ndarray[Any, Any]] | None:
     """The inputs when every one is a well-formed inline tensor (the hot path), else None."""
-    if not all(value.__class__ is list and len(value) == 3 for value in values):
-        return None
+    arrays = []
     try:
-        return [decode_tensor(value, "input") for value in values]
+        for value in values:
+            if value.__class__ is not list or len(value) != 3:
+                return None
+            arrays.append(decode_tensor(value, "input"))
     except ProtocolError:
         return None
+    return arrays
 
 
 def _decode_inputs(conn: Connection, values: list[Any], request_id: int

@@ -78,6 +78,8 @@ class ReferenceDriver(Driver):
 class ReferencePreparedModel(PreparedModel):
     """A model ready to run on the reference kernels through a precomputed execution plan."""
 
+    _checks_own_outputs = True  # the plan checks every operation's results
+
     def __init__(self, model: Model) -> None:
         super().__init__(model, driver_name="reference")
         self._plan: ExecutionPlan | None = ExecutionPlan(model)

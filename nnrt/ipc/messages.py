@@ -65,6 +65,7 @@ _DTYPES = {"float32", "float16", "int32", "uint32", "uint8", "int8", "int16", "u
 # dtype.name costs microseconds: look names and dtypes up in tables instead
 _DTYPE_OF: dict[str, np.dtype[Any]] = {name: np.dtype(name) for name in _DTYPES}
 _NAME_OF: dict[np.dtype[Any], str] = {dt: name for name, dt in _DTYPE_OF.items()}
+_ITEMSIZE: dict[str, int] = {name: dt.itemsize for name, dt in _DTYPE_OF.items()}
 
 
 class Status:
@@ -118,41 +119,38 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
 }
 
 
-_REQUIRED: dict[int, tuple[str, ...]] = {}
-
-
-def _required(schema: Schema) -> tuple[str, ...]:
-    required = _REQUIRED.get(id(schema))
-    if required is None:
-        required = _REQUIRED[id(schema)] = tuple(k for k, (_, req) in schema.items() if req)
-    return required
-
-
-def _check_fields(where: str, body: Any, schema: Schema) -> None:
-    if body.__class__ is not dict:
-        raise ProtocolError(f"{where}: body must be a map, got {type(body).__name__}")
-    for key, value in body.items():
-        spec = schema.get(key)
-        if spec is None:
-            raise ProtocolError(f"{where}: unknown field {describe(key)}")
-        if not isinstance(value, spec[0]) or (value.__class__ is bool and spec[0] is not _BOOL):
-            raise ProtocolError(f"{where}: field {describe(key)} has type {type(value).__name__}")
-    for key in _required(schema):
-        if key not in body:
-            raise ProtocolError(f"{where}: missing field {describe(key)}")
+#: Per verb, its required fields.
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    verb: tuple(key for key, (_, required) in schema.items() if required)
+    for verb, schema in REQUEST_SCHEMAS.items()}
 
 
 def check_request(message: Any) -> tuple[int, str, dict[str, Any]]:
-    """Validate a request's envelope and body against its verb's schema."""
-    if not isinstance(message, list) or len(message) != 3:
+    """Validate a request's envelope and body against its verb's schema.
+
+    Types are compared exactly (what msgpack decodes is never a subclass): a bool is never an
+    int, and messages are only built when something is wrong.
+    """
+    if message.__class__ is not list or len(message) != 3:
         raise ProtocolError("a request must be [id, verb, body]")
     request_id, verb, body = message
-    if isinstance(request_id, bool) or not isinstance(request_id, int) or not (
-            0 < request_id < _MAX_ID):
+    if request_id.__class__ is not int or not 0 < request_id < _MAX_ID:
         raise ProtocolError(f"bad request id {describe(request_id)}")
-    if not isinstance(verb, str) or verb not in REQUEST_SCHEMAS:
+    schema = REQUEST_SCHEMAS.get(verb) if verb.__class__ is str else None
+    if schema is None:
         raise ProtocolError(f"unknown verb {describe(verb)}")
-    _check_fields(f"request {request_id} ({verb})", body, REQUEST_SCHEMAS[verb])
+    if body.__class__ is not dict:
+        raise ProtocolError(f"request {request_id} ({verb}): body must be a map, got "
+                            f"{type(body).__name__}")
+    for key, value in body.items():
+        spec = schema.get(key)
+        if spec is None or value.__class__ not in spec[0]:
+            raise ProtocolError(f"request {request_id} ({verb}): " + (
+                f"unknown field {describe(key)}" if spec is None else
+                f"field {describe(key)} has type {type(value).__name__}"))
+    for key in _REQUIRED[verb]:
+        if key not in body:
+            raise ProtocolError(f"request {request_id} ({verb}): missing field {describe(key)}")
     if "nfds" in body and not 0 <= body["nfds"] <= MAX_FDS_PER_MESSAGE:
         raise ProtocolError(f"request {request_id}: bad nfds")
     return request_id, verb, body
@@ -242,20 +240,20 @@ def _check_shape(shape: Any, where: str) -> None:
 def decode_tensor(value: Any, where: str, *, writable: bool = False) -> np.ndarray[Any, Any]:
     """Check and decode ``[dtype, shape, bytes]`` (untrusted) into a read-only array view of
     the bytes, or with ``writable`` an array over a copy of them (one ``memcpy``)."""
-    if not isinstance(value, list) or len(value) != 3:
+    if value.__class__ is not list or len(value) != 3:
         raise ProtocolError(f"{where}: a tensor must be [dtype, shape, bytes]")
     dtype, shape, data = value
-    if not isinstance(dtype, str) or dtype not in _DTYPE_OF:
+    dt = _DTYPE_OF.get(dtype) if dtype.__class__ is str else None
+    if dt is None:
         raise ProtocolError(f"{where}: unsupported dtype {describe(dtype)}")
     if shape.__class__ is not list or len(shape) > _MAX_RANK:
         raise ProtocolError(f"{where}: bad shape {describe(shape)}")
     for d in shape:
         if d.__class__ is not int or not 0 <= d < _MAX_DIM:
             raise ProtocolError(f"{where}: bad shape {describe(shape)}")
-    if not isinstance(data, bytes):
+    if data.__class__ is not bytes:
         raise ProtocolError(f"{where}: tensor data must be bytes")
-    dt = _DTYPE_OF[dtype]
-    if len(data) != math.prod(shape) * dt.itemsize:
+    if len(data) != math.prod(shape) * _ITEMSIZE[dtype]:
         raise ProtocolError(f"{where}: {len(data)} bytes for shape {shape} of {dtype}")
     return np.ndarray(shape, dt, bytearray(data) if writable else data)
 

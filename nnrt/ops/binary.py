@@ -91,8 +91,10 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
     func = _FLOAT_FUNCS[ctx.op_type]  # correctly rounded: see the module docstring
     dest = ctx.out(0, overlap=True)  # ufuncs handle a destination aliasing a or b
     if dest is None:
+        # a and b have one dtype (validated), of 2 or 4 bytes: most outputs are small
         shape = ctx.output_shapes[0]
-        if a.dtype != b.dtype or math.prod(shape) * a.itemsize < parallel.MIN_BYTES:
+        size = math.prod(shape)
+        if size * 2 < parallel.MIN_BYTES or size * a.itemsize < parallel.MIN_BYTES:
             return [apply_activation(func(a, b), activation)]
         dest = np.empty(shape, a.dtype)
     parallel.ufunc_into(func, a, b, dest)  # large outputs: split over threads

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 
 import numpy as np
 
-__all__ = ["ignore_float_errors_here", "ignoring_float_errors"]
+__all__ = ["float_errors_state", "ignore_float_errors_here", "ignoring_float_errors"]
 
 _NOTHING = contextlib.nullcontext()
 #: Threads that ignore floating-point errors for good (numpy's setting is per thread).
@@ -30,4 +30,12 @@ def ignoring_float_errors() -> AbstractContextManager[object]:
     """``np.errstate(all="ignore")``, or nothing when this thread ignores them already."""
     if threading.get_ident() in _QUIET_THREADS:
         return _NOTHING
+    return np.errstate(all="ignore")
+
+
+def float_errors_state() -> np.errstate | None:
+    """None when this thread ignores float errors already, else an ``np.errstate`` ignoring
+    them, to enter and exit around the work (for hot paths: no context-manager calls)."""
+    if threading.get_ident() in _QUIET_THREADS:
+        return None
     return np.errstate(all="ignore")

@@ -14,6 +14,7 @@ unless the kernel handles overlap like a ufunc, the operation's own inputs).
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from nnrt.model.operand import dtype_of, is_scalar
 from nnrt.model.types import OperandType
 from nnrt.model.values import coerce_value, dims_compatible
 from nnrt.ops.context import ExecutionContext
-from nnrt.ops.floats import ignoring_float_errors
+from nnrt.ops.floats import float_errors_state
 from nnrt.ops.registry import lookup
 from nnrt.ops.support import check_supported
 
@@ -74,7 +75,8 @@ class _InputSlot:
         return f"input {self.position} (operand {self.index}, {self.operand.describe()})"
 
     def check(self, value: Any) -> Array:
-        if (self.exact and value.__class__ is np.ndarray and value.dtype == self.dtype
+        if (self.exact and value.__class__ is np.ndarray and (
+                value.dtype is self.dtype or value.dtype == self.dtype)
                 and value.shape == self.dims):
             return value  # what coerce_value returns for it, without the general checks
         where = self.where
@@ -105,16 +107,22 @@ class InputBinder:
         the runtime's device memories).
         """
         slots = self._slots
-        if inputs.__class__ is not list and isinstance(inputs, Mapping):
+        if inputs.__class__ is list:
+            ordered = inputs
+        elif isinstance(inputs, Mapping):
             ordered = self._order(inputs)
         else:
             ordered = list(inputs)
-            if len(ordered) != len(slots):
-                raise BadData(f"expected {len(slots)} inputs, got {len(ordered)}")
-        if keep is not None:
-            return [value if isinstance(value, keep) else slot.check(value)
-                    for slot, value in zip(slots, ordered, strict=True)]
-        return [slot.check(value) for slot, value in zip(slots, ordered, strict=True)]
+        if len(ordered) != len(slots):
+            raise BadData(f"expected {len(slots)} inputs, got {len(ordered)}")
+        checked = []
+        for slot, value in zip(slots, ordered, strict=True):
+            if (slot.exact and value.__class__ is np.ndarray and value.dtype is slot.dtype
+                    and value.shape == slot.dims) or (keep is not None and isinstance(value, keep)):
+                checked.append(value)  # the usual case: no call (see _InputSlot.check)
+            else:
+                checked.append(slot.check(value))
+        return checked
 
     def order(self, inputs: Inputs) -> list[Any]:
         """``inputs`` (a sequence or a mapping by position or name) as a list in model order,
@@ -143,7 +151,8 @@ class InputBinder:
 class OperationStep:
     """One operation of a model with its static facts looked up once."""
 
-    __slots__ = ("_exact", "_shape_key", "_shape_slots", "_shapes", "definition", "dims",
+    __slots__ = ("_exact", "_shape_key", "_shape_operands", "_shape_slots", "_shapes",
+                 "definition", "dims",
                  "dtypes", "index", "live_after", "operands", "operation", "outputs", "relaxed")
 
     def __init__(self, model: Model, op_index: int) -> None:
@@ -171,6 +180,8 @@ class OperationStep:
                    if not (operands[k].is_constant or operands[k].is_omitted)]
         self._shape_slots: tuple[int, ...] | None = tuple(dynamic) if all(
             operands[op.inputs[slot]].type in _SHAPE_ONLY_TYPES for slot in dynamic) else None
+        #: The operand indices of those inputs (their shapes form the cache key).
+        self._shape_operands = tuple(op.inputs[slot] for slot in dynamic)
         self._shape_key: tuple[tuple[int, ...], ...] | None = None
         self._shapes: list[tuple[int, ...]] = []
         #: Operands (other than this step's outputs) still needed once this step has run: read
@@ -179,7 +190,7 @@ class OperationStep:
         self.live_after: tuple[int, ...] = ()
 
 
-    def run(self, ctx: ExecutionContext) -> list[Array]:
+    def run(self, ctx: _PlanContext) -> list[Array]:
         """Prepare and execute the kernel in ``ctx``; return the checked output arrays.
 
         Raises the kernel's nnrt errors as they are, ``OpFailed`` for any other kernel error or
@@ -188,9 +199,8 @@ class OperationStep:
         """
         definition = self.definition
         try:
-            slots = self._shape_slots
-            if slots is not None:
-                key = tuple([ctx.shape(slot) for slot in slots])
+            if self._shape_slots is not None:
+                key = ctx.shapes_of(self._shape_operands)
                 if key == self._shape_key:
                     shapes = self._shapes
                 else:
@@ -199,7 +209,9 @@ class OperationStep:
             else:
                 shapes = [tuple(map(int, s)) for s in definition.prepare(ctx)]
             ctx.output_shapes = shapes
-            results = list(definition.execute(ctx))
+            results = definition.execute(ctx)
+            if results.__class__ is not list:
+                results = list(results)
         except NnrtError:
             raise
         except Exception as exc:
@@ -209,23 +221,24 @@ class OperationStep:
                            f"expected {len(self.outputs)}")
         checked: list[Array] = []
         for slot, result in enumerate(results):
-            arr = np.asarray(result)
+            arr = result if result.__class__ is np.ndarray else np.asarray(result)
             dtype = self.dtypes[slot]
-            if arr.dtype != dtype:
+            if arr.dtype is not dtype and arr.dtype != dtype:  # identity: the usual, cheap case
                 arr = arr.astype(dtype)
-            if slot < len(shapes) and arr.shape != shapes[slot]:
-                raise OpFailed(f"{ctx.where(output=slot)}: kernel produced shape {arr.shape}, "
+            shape = arr.shape
+            if slot < len(shapes) and shape != shapes[slot]:
+                raise OpFailed(f"{ctx.where(output=slot)}: kernel produced shape {shape}, "
                                f"prepare computed {shapes[slot]}")
             declared = self.dims[slot]
-            if not (arr.shape == declared if self._exact[slot]
-                    else dims_compatible(declared, arr.shape)):
-                ctx.fail(f"computed shape {arr.shape} does not match the declared dims "
+            if not (shape == declared if self._exact[slot] else dims_compatible(declared, shape)):
+                ctx.fail(f"computed shape {shape} does not match the declared dims "
                          f"{declared}", output=slot)
             checked.append(arr)
         return checked
 
 
 _MISSING = object()
+_SHAPE = operator.attrgetter("shape")
 _SHAPE_ONLY_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16})
 
 
@@ -284,7 +297,7 @@ class _PlanContext(ExecutionContext):
         return self._frame.slots[self._in[i]]
 
     def tensor(self, i: int) -> Array:
-        arr = self.input(i)
+        arr = None if i >= self._n or self._omitted[i] else self._frame.slots[self._in[i]]
         if arr is None:
             self.fail("this input is required but has no value", input=i)
         return arr
@@ -292,6 +305,17 @@ class _PlanContext(ExecutionContext):
     def shape(self, i: int) -> tuple[int, ...]:
         shape: tuple[int, ...] = self.tensor(i).shape  # a tuple of Python ints already
         return shape
+
+    def shapes_of(self, operands: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        """The shapes of the values of ``operands`` (indices of this step's non-constant,
+        non-omitted inputs: always set when the step runs)."""
+        return tuple(map(_SHAPE, map(self._frame.slots.__getitem__, operands)))
+
+    def scalar(self, i: int) -> Any:
+        scalar = self._scalars.get(i, _MISSING)
+        if scalar is not _MISSING:
+            return scalar
+        return super().scalar(i)
 
     def constant(self, i: int) -> Any:
         scalar = self._scalars.get(i, _MISSING)
@@ -395,7 +419,7 @@ class ExecutionPlan:
                 dests.setdefault(index, dest)
         return dests or None
 
-    def _run(self, frame: _Frame, contexts: Sequence[ExecutionContext],
+    def _run(self, frame: _Frame, contexts: Sequence[_PlanContext],
              inputs: Sequence[Array], check: Callable[[], None] | None,
              dests: dict[int, Array] | None = None) -> list[Array]:
         values = self._constants.copy()
@@ -403,19 +427,23 @@ class ExecutionPlan:
             values[index] = value
         frame.slots = values
         frame.dests = dests
+        errors = float_errors_state()  # NNAPI semantics: inf / NaN results, no warnings
+        if errors is not None:
+            errors.__enter__()
         try:
-            with ignoring_float_errors():  # NNAPI semantics: inf / NaN results, no warnings
-                for step, ctx in zip(self._steps, contexts, strict=True):
-                    if check is not None:
-                        check()
-                    results = step.run(ctx)
-                    outputs = step.outputs
-                    if len(outputs) == 1:
-                        values[outputs[0]] = results[0]
-                    else:
-                        for index, arr in zip(outputs, results, strict=True):
-                            values[index] = arr
+            for step, ctx in zip(self._steps, contexts, strict=True):
+                if check is not None:
+                    check()
+                results = step.run(ctx)
+                outputs = step.outputs
+                if len(outputs) == 1:
+                    values[outputs[0]] = results[0]
+                else:
+                    for index, arr in zip(outputs, results, strict=True):
+                        values[index] = arr
         finally:
+            if errors is not None:
+                errors.__exit__(None, None, None)
             frame.slots = []  # keep no arrays alive between executions
             frame.dests = None
         return [values[i] for i in self._outputs]  # type: ignore[misc]
