@@ -182,7 +182,7 @@ class EmbeddedBackend:
             if outputs is not None:
                 body["outputs"] = outputs
             if deadline is None:
-                reply = await slot.request("execute", body)
+                reply = await slot.require_client().request("execute", body)
             else:
                 try:
                     with anyio.fail_after(max(deadline - time.monotonic(), 0)):

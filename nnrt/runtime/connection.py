@@ -356,7 +356,10 @@ class RequestClient:
         try:
             if fds or not self.framed.send_coalesced([request_id, verb, body]):
                 await self.framed.send([request_id, verb, body], fds)
-            await pending.wait()
+            if pending.future is not None:
+                await pending.future  # not through pending.wait(): one coroutine less a reply
+            else:
+                await pending.wait()
         except BaseException:
             if self._pending.pop(request_id, None) is not None and verb == "execute":
                 self.abandoned[request_id] = time.monotonic()

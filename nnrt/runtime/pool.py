@@ -142,7 +142,7 @@ class WorkerSlot:
 
     async def ensure_mapped(self, pool: PoolSource) -> None:
         """Share ``pool`` with this slot's worker unless it has it already (once per worker)."""
-        await self.sharing.ensure(self._require_client(), pool)
+        await self.sharing.ensure(self.require_client(), pool)
 
     def unmap(self, pool_id: int) -> None:
         """Tell the worker to let go of ``pool_id`` (no reply awaited); no-op if not shared."""
@@ -161,7 +161,7 @@ class WorkerSlot:
             await event.wait()
         for pool in pools:
             await self.ensure_mapped(pool)
-        client = self._require_client()
+        client = self.require_client()
         event = anyio.Event()
         self._preparing[model_key] = event
         try:
@@ -226,7 +226,7 @@ class WorkerSlot:
 
     async def request(self, verb: str, body: dict[str, Any]) -> dict[str, Any]:
         """A request to this slot's current worker."""
-        return await self._require_client().request(verb, body)
+        return await self.require_client().request(verb, body)
 
     def handle_of(self, model_key: int) -> int | None:
         """This worker's handle for ``model_key`` if it is prepared here already."""
@@ -236,7 +236,8 @@ class WorkerSlot:
         """Drop and return this worker's handle for ``model_key``, if any."""
         return self._handles.pop(model_key, None)
 
-    def _require_client(self) -> RequestClient:
+    def require_client(self) -> RequestClient:
+        """This slot's worker connection (``UnavailableDevice`` while it restarts)."""
         client = self.client
         if client is None or client.lost is not None:
             raise UnavailableDevice(f"worker {self.pool.driver}[{self.index}] is restarting")
@@ -398,11 +399,16 @@ class WorkerPool:
             waiter.event.set()
 
     def _free_slot(self) -> WorkerSlot | None:
+        """The least-loaded live slot with room (``alive`` and ``load`` inlined: per request)."""
         best: WorkerSlot | None = None
+        best_load = self.max_in_flight
         for slot in self.slots:
-            if slot.alive and slot.load < self.max_in_flight and (
-                    best is None or slot.load < best.load):
-                best = slot
+            client = slot.client
+            if client is None or client.lost is not None:
+                continue
+            load = slot.in_flight + len(client.abandoned)
+            if load < best_load:
+                best, best_load = slot, load
         return best
 
     def home(self) -> WorkerSlot:
@@ -467,7 +473,8 @@ class WorkerPool:
             self.completed += 1
         else:
             self.failed += 1
-        self.wake()
+        if self._waiters:
+            self.wake()
 
     def close(self) -> None:
         """Stop restarting workers; the runtime's task group tears the workers down."""

@@ -39,7 +39,13 @@ from nnrt.runtime.plan import Plan
 from nnrt.runtime.pool import DEFAULT_MAX_QUEUE
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.stepper import run_plan
-from nnrt.runtime.transfer import INLINE_LIMIT, PoolSource, Transfer
+from nnrt.runtime.transfer import (
+    INLINE_LIMIT,
+    PoolSource,
+    Transfer,
+    decode_inline,
+    inline_tensors,
+)
 
 if TYPE_CHECKING:
     from nnrt.runtime.sync import SyncRuntime
@@ -441,6 +447,12 @@ class CompiledModel:
         if devices:
             inputs, outputs = self._device_args(inputs, outputs, fallbacks)
         arrays: list[Any] = self._binder.bind(inputs, keep=DeviceMemory if devices else None)
+        if outputs is None and not devices and not self._arena_outputs:
+            tensors = inline_tensors(arrays)
+            if tensors is not None:  # the common small request: everything inline both ways
+                reply = await backend.execute(self.ref, tensors, None, self.priority,
+                                              _deadline(timeout))
+                return decode_inline(reply, self._out_names)
         transfer = Transfer(runtime._arena)
         try:
             tensors = [transfer.device(arr) if arr.__class__ is DeviceMemory

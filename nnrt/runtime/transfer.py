@@ -30,7 +30,8 @@ from nnrt.memory import Memory, TensorRef, find_memory
 from nnrt.runtime.arena import Arena, Region
 from nnrt.runtime.device import DeviceMemory, is_shape
 
-__all__ = ["INLINE_LIMIT", "PoolSource", "Transfer", "map_request"]
+__all__ = ["INLINE_LIMIT", "PoolSource", "Transfer", "decode_inline", "inline_tensors",
+           "map_request"]
 
 Array = np.ndarray[Any, Any]
 
@@ -178,9 +179,7 @@ class Transfer:
     def decode(self, reply: dict[str, Any], names: tuple[str, ...], views: bool,
                buffers: list[Any] | None) -> list[Array]:
         """The outputs of an execute reply (untrusted: every entry is checked)."""
-        raw = reply.get("outputs")
-        if not isinstance(raw, list) or len(raw) != len(names):
-            raise ProtocolError("execute reply has the wrong number of outputs")
+        raw = _reply_outputs(reply, names)
         results = []
         for j, value in enumerate(raw):
             target = self._targets[j] if j < len(self._targets) else None
@@ -233,6 +232,40 @@ class Transfer:
         if arena is not None:
             while regions:
                 arena.free(regions.pop())
+
+
+def inline_tensors(arrays: list[Array]) -> list[Any] | None:
+    """The wire form of checked inputs that all travel inline — small, and owning their
+    memory (an owner is never a view of shared memory) — or None if one does not."""
+    tensors = []
+    for array in arrays:
+        if array.base is not None or array.nbytes > INLINE_LIMIT:
+            return None
+        tensors.append(encode_tensor(array))
+    return tensors
+
+
+def decode_inline(reply: dict[str, Any], names: tuple[str, ...]) -> list[Array]:
+    """The outputs of an execute reply whose outputs all came inline (untrusted: checked);
+    each result owns its memory."""
+    results = []
+    for j, value in enumerate(_reply_outputs(reply, names)):
+        if value.__class__ is not list or not value or value[0] != names[j]:
+            raise ProtocolError(f"output {j}: expected a {names[j]} tensor")
+        results.append(decode_tensor(value, _OUTPUT[j] if j < len(_OUTPUT) else f"output {j}",
+                                     writable=True))
+    return results
+
+
+def _reply_outputs(reply: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
+    raw = reply.get("outputs")
+    if raw.__class__ is not list or len(raw) != len(names):
+        raise ProtocolError("execute reply has the wrong number of outputs")
+    return raw
+
+
+#: ``where`` of the first outputs' error messages, made once.
+_OUTPUT = tuple(f"output {j}" for j in range(16))
 
 
 def _device_result(j: int, value: list[Any], memory: DeviceMemory) -> Any:
