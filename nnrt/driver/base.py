@@ -427,7 +427,9 @@ class PreparedModel(abc.ABC):
                       and sizes is None else self._outputs.check(results, sizes))
         else:
             arrays = self._outputs.place(results, sizes, buffers, control.outputs)
-        return ExecutionResult(arrays, Timing(device_ns, time.perf_counter_ns() - start))
+        # tuple.__new__: the named tuples without their Python-level __new__ (per execution)
+        return tuple.__new__(ExecutionResult, (arrays, tuple.__new__(Timing, (
+            device_ns, time.perf_counter_ns() - start))))
 
     def release(self) -> None:
         """Free the driver's resources for this model; later executions raise ``BadState``."""

@@ -87,20 +87,21 @@ class Executor:
                 self._queue.discard(job)
         conn.jobs.clear()
 
-    def run_next(self) -> None:
-        """Run the best queued job (if any) to its end and queue its response."""
+    def run_next(self) -> bool:
+        """Run the best queued job (if any) to its end and queue its response; False when
+        nothing was waiting."""
         job = self._queue.pop()
         if job is None:
-            return
+            return False
         now = time.monotonic()
         if job.deadline is not None and now >= job.deadline:
             self._answer(job, *_missed(job))
-            return
+            return True
         if job.handle not in job.connection.handles:
             self._answer(job, *encode_error(BadData(
                 f"request {job.request_id}: handle {job.handle} was released before the "
                 "execute ran")))
-            return
+            return True
         self._running = job
         self._next_poll = now + POLL_INTERVAL
         status: int
@@ -146,6 +147,7 @@ class Executor:
         self._answer(job, status, body)
         while self._deferred_buffers:
             release_buffer_now(self._deferred_buffers.pop())
+        return True
 
     def release(self, prepared: PreparedModel) -> None:
         """Release a prepared model now, or once the execute running on it has stopped."""

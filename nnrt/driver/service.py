@@ -115,8 +115,7 @@ class Service:
                 # in one send per connection (many small requests in flight), while a lone
                 # request is answered right after it ran.
                 until = time.monotonic() + BATCH_SECONDS
-                while executor.pending and not self._stopping:
-                    executor.run_next()
+                while executor.run_next() and not self._stopping:
                     if time.monotonic() >= until:
                         break
             self._flush()

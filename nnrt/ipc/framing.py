@@ -36,6 +36,8 @@ MAX_FDS_PER_MESSAGE = 16
 _INITIAL_BUFFER = 256 << 10
 _CTRUNC = int(socket.MSG_CTRUNC)  # a plain int: IntFlag arithmetic is slow
 _ANCILLARY = socket.CMSG_SPACE(MAX_FDS_PER_MESSAGE * array.array("i").itemsize)
+#: Frames up to this size are decoded from a copy of their bytes (cheaper than a view).
+_COPY_BELOW = 4096
 
 
 class ProtocolError(Exception):
@@ -120,8 +122,11 @@ class FrameReader:
                 self._make_room(HEADER.size + length)
                 break
             begin = self._start + HEADER.size
-            with memoryview(self._buffer) as whole, whole[begin:begin + length] as payload:
-                message = _unpack(payload)
+            if length <= _COPY_BELOW:  # a small frame: one short copy beats two memoryviews
+                message = _unpack(self._buffer[begin:begin + length])
+            else:
+                with memoryview(self._buffer) as whole, whole[begin:begin + length] as payload:
+                    message = _unpack(payload)
             self._start = begin + length
             yield message
         if self._start == self._end:
@@ -174,7 +179,7 @@ class FrameReader:
             self._buffer.extend(bytes(frame_size - len(self._buffer)))
 
 
-def _unpack(payload: memoryview) -> Any:
+def _unpack(payload: memoryview | bytearray) -> Any:
     try:
         return msgpack.unpackb(payload, raw=False, strict_map_key=True, ext_hook=_reject_ext,
                                use_list=True)

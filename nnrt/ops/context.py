@@ -54,6 +54,8 @@ class OperationContext:
     ) -> None:
         self._operands = operands
         self.operation = operation
+        #: The ``OperationType`` of this operation.
+        self.op_type = operation.type
         self.index = index
         self.definition = definition
         #: Whether the model allows FLOAT32 to be computed in FLOAT16 precision.
@@ -62,11 +64,6 @@ class OperationContext:
         self._constant = constant or (lambda i: operands[i].value)
 
     # -- describing and failing ---------------------------------------------------------------
-
-    @property
-    def op_type(self) -> Any:
-        """The ``OperationType`` of this operation."""
-        return self.operation.type
 
     @property
     def n_inputs(self) -> int:

@@ -370,7 +370,8 @@ class ExecutionPlan:
         self._outputs = model.outputs
         self._set_live_after()
         self._frame = _Frame()
-        self._contexts = tuple(_PlanContext(step, self._frame) for step in self._steps)
+        #: Each step with its context over the plan's own frame.
+        self._pairs = tuple((step, _PlanContext(step, self._frame)) for step in self._steps)
         self._lock = threading.Lock()
 
     def _set_live_after(self) -> None:
@@ -399,14 +400,14 @@ class ExecutionPlan:
         if len(inputs) != len(self._inputs):
             raise BadData(f"expected {len(self._inputs)} inputs, got {len(inputs)}")
         dests = None if outputs is None else self._destinations(outputs)
-        if self._lock.acquire(blocking=False):
+        if self._lock.acquire(False):
             try:
-                return self._run(self._frame, self._contexts, inputs, check, dests)
+                return self._run(self._frame, self._pairs, inputs, check, dests)
             finally:
                 self._lock.release()
-        frame = _Frame()
-        contexts = tuple(_PlanContext(step, frame) for step in self._steps)
-        return self._run(frame, contexts, inputs, check, dests)
+        frame = _Frame()  # another thread runs the plan: contexts of our own
+        pairs = tuple((step, _PlanContext(step, frame)) for step in self._steps)
+        return self._run(frame, pairs, inputs, check, dests)
 
     def _destinations(self, outputs: Sequence[Array | None]) -> dict[int, Array] | None:
         """Model output destinations keyed by operand index (the first one, for a repeat)."""
@@ -419,7 +420,7 @@ class ExecutionPlan:
                 dests.setdefault(index, dest)
         return dests or None
 
-    def _run(self, frame: _Frame, contexts: Sequence[_PlanContext],
+    def _run(self, frame: _Frame, pairs: Sequence[tuple[OperationStep, _PlanContext]],
              inputs: Sequence[Array], check: Callable[[], None] | None,
              dests: dict[int, Array] | None = None) -> list[Array]:
         values = self._constants.copy()
@@ -431,7 +432,7 @@ class ExecutionPlan:
         if errors is not None:
             errors.__enter__()
         try:
-            for step, ctx in zip(self._steps, contexts, strict=True):
+            for step, ctx in pairs:
                 if check is not None:
                     check()
                 results = step.run(ctx)
