@@ -28,9 +28,8 @@ def ignore_float_errors_here() -> None:
 
 def ignoring_float_errors() -> AbstractContextManager[object]:
     """``np.errstate(all="ignore")``, or nothing when this thread ignores them already."""
-    if threading.get_ident() in _QUIET_THREADS:
-        return _NOTHING
-    return np.errstate(all="ignore")
+    state = float_errors_state()
+    return _NOTHING if state is None else state
 
 
 def float_errors_state() -> np.errstate | None:
