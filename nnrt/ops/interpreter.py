@@ -75,10 +75,7 @@ class _InputSlot:
         return f"input {self.position} (operand {self.index}, {self.operand.describe()})"
 
     def check(self, value: Any) -> Array:
-        if (self.exact and value.__class__ is np.ndarray and (
-                value.dtype is self.dtype or value.dtype == self.dtype)
-                and value.shape == self.dims):
-            return value  # what coerce_value returns for it, without the general checks
+        """The general check (:meth:`InputBinder.bind` passes exact arrays without a call)."""
         where = self.where
         if value is None:
             raise BadData(f"{where}: no value given")
@@ -117,9 +114,10 @@ class InputBinder:
             raise BadData(f"expected {len(slots)} inputs, got {len(ordered)}")
         checked = []
         for slot, value in zip(slots, ordered, strict=True):
-            if (slot.exact and value.__class__ is np.ndarray and value.dtype is slot.dtype
+            if (slot.exact and value.__class__ is np.ndarray and (
+                    value.dtype is slot.dtype or value.dtype == slot.dtype)
                     and value.shape == slot.dims) or (keep is not None and isinstance(value, keep)):
-                checked.append(value)  # the usual case: no call (see _InputSlot.check)
+                checked.append(value)  # what coerce_value returns for it, without its checks
             else:
                 checked.append(slot.check(value))
         return checked

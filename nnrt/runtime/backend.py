@@ -181,12 +181,13 @@ class EmbeddedBackend:
                 body["output_sizes"] = output_sizes
             if outputs is not None:
                 body["outputs"] = outputs
+            client = slot.require_client()
             if deadline is None:
-                reply = await slot.require_client().request("execute", body)
+                reply = await client.request("execute", body)
             else:
                 try:
                     with anyio.fail_after(max(deadline - time.monotonic(), 0)):
-                        reply = await slot.request("execute", body)
+                        reply = await client.request("execute", body)
                 except TimeoutError:
                     raise DeadlineMissed("the execution did not finish before its deadline"
                                          ) from None
