@@ -121,7 +121,6 @@ class Executor:
             if job.cancelled:
                 status, body = Status.MISSED_DEADLINE, _cancelled()
             else:
-                timing = result.timing
                 if job.device_outputs:
                     outputs = _write_devices(job, result.outputs, destinations)
                 elif destinations is None:
@@ -130,8 +129,10 @@ class Executor:
                     outputs = [encode_tensor(output) if where is None else encode_written(output)
                                for output, where in zip(result.outputs, destinations,
                                                         strict=True)]
-                status, body = Status.OK, {
-                    "outputs": outputs, "timing": [timing.on_device_ns, timing.in_driver_ns]}
+                status, body = Status.OK, {"outputs": outputs}
+                if job.measure:
+                    timing = result.timing
+                    body["timing"] = [timing.on_device_ns, timing.in_driver_ns]
         except Cancelled:
             status, body = Status.MISSED_DEADLINE, _cancelled()
         except NnrtError as exc:

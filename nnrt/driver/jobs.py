@@ -32,19 +32,20 @@ class Job:
     are the pools the inputs and destinations refer to (re-checked before the run). The job
     holds these views, and so the mappings, until it is answered or dropped.
     ``device_inputs`` / ``device_outputs`` are the device buffers read (when the job runs:
-    ``inputs`` holds a placeholder there) and written (after the run) by position.
+    ``inputs`` holds a placeholder there) and written (after the run) by position. ``measure``:
+    the response reports the execution's timing (NNAPI ``MeasureTiming``).
     """
 
     __slots__ = ("cancelled", "connection", "deadline", "destinations", "device_inputs",
-                 "device_outputs", "done", "handle", "inputs", "output_sizes", "pools",
-                 "prepared", "priority", "request_id", "seq")
+                 "device_outputs", "done", "handle", "inputs", "measure", "output_sizes",
+                 "pools", "prepared", "priority", "request_id", "seq")
 
     def __init__(self, connection: Connection, request_id: int, handle: int,
                  prepared: PreparedModel, inputs: list[np.ndarray[Any, Any]], priority: int,
                  deadline: float | None, output_sizes: Sequence[int] | None,
                  destinations: list[np.ndarray[Any, Any] | None] | None = None,
                  pools: tuple[MappedPool, ...] = (), device_inputs: DeviceArgs = (),
-                 device_outputs: DeviceArgs = ()) -> None:
+                 device_outputs: DeviceArgs = (), measure: bool = False) -> None:
         self.connection = connection
         self.request_id = request_id
         self.handle = handle
@@ -57,6 +58,7 @@ class Job:
         self.pools = pools
         self.device_inputs = device_inputs
         self.device_outputs = device_outputs
+        self.measure = measure
         self.seq = 0
         #: Set when a queued job is dropped (cancelled, connection gone): it never runs.
         self.done = False

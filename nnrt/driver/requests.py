@@ -349,7 +349,7 @@ class RequestHandlers:
         self._service.executor.enqueue(Job(conn, request_id, body["handle"], handle.prepared,
                                            arrays, priority, deadline, output_sizes,
                                            destinations, pools, device_inputs,
-                                           device_outputs))
+                                           device_outputs, body.get("measure", False)))
 
 
     def _check_kinds(self, pools: tuple[MappedPool, ...], request_id: int) -> None:

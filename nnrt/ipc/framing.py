@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 HEADER = struct.Struct("<I")
+_HEADER_SIZE = HEADER.size
 #: Largest payload accepted by default (tensors travel inline until shared pools carry them).
 DEFAULT_MAX_FRAME = 64 << 20
 #: Most descriptors one message may carry (and the most that may wait unclaimed).
@@ -110,24 +111,26 @@ class FrameReader:
 
     def messages(self) -> Iterator[Any]:
         """Decode every complete frame in the buffer, in order."""
+        unpack_header = HEADER.unpack_from
+        max_frame = self.max_frame
         while True:
-            available = self._end - self._start
-            if available < HEADER.size:
+            start = self._start  # re-read per frame: the consumer may receive() in between
+            if self._end - start < _HEADER_SIZE:
                 break
-            (length,) = HEADER.unpack_from(self._buffer, self._start)
-            if length > self.max_frame:
-                raise ProtocolError(f"frame of {length} bytes exceeds the maximum "
-                                    f"{self.max_frame}")
-            if available < HEADER.size + length:
-                self._make_room(HEADER.size + length)
+            (length,) = unpack_header(self._buffer, start)
+            if length > max_frame:
+                raise ProtocolError(f"frame of {length} bytes exceeds the maximum {max_frame}")
+            begin = start + _HEADER_SIZE
+            stop = begin + length
+            if stop > self._end:
+                self._make_room(_HEADER_SIZE + length)
                 break
-            begin = self._start + HEADER.size
             if length <= _COPY_BELOW:  # a small frame: one short copy beats two memoryviews
-                message = _unpack(self._buffer[begin:begin + length])
+                message = _unpack(self._buffer[begin:stop])
             else:
-                with memoryview(self._buffer) as whole, whole[begin:begin + length] as payload:
+                with memoryview(self._buffer) as whole, whole[begin:stop] as payload:
                     message = _unpack(payload)
-            self._start = begin + length
+            self._start = stop
             yield message
         if self._start == self._end:
             self._start = self._end = 0
@@ -180,9 +183,8 @@ class FrameReader:
 
 
 def _unpack(payload: memoryview | bytearray) -> Any:
-    try:
-        return msgpack.unpackb(payload, raw=False, strict_map_key=True, ext_hook=_reject_ext,
-                               use_list=True)
+    try:  # msgpack >= 1.0 defaults: raw=False, strict_map_key=True, use_list=True
+        return msgpack.unpackb(payload, ext_hook=_reject_ext)
     except ProtocolError:
         raise
     except Exception as exc:  # msgpack raises several types for malformed input

@@ -102,7 +102,7 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
     "release": {"handle": (_INT, True)},
     "execute": {"handle": (_INT, True), "inputs": (_LIST, True), "priority": (_INT, False),
                 "deadline": (_OPT_NUM, False), "output_sizes": (_LIST, False),
-                "outputs": (_LIST, False), "nfds": (_INT, False)},
+                "outputs": (_LIST, False), "measure": (_BOOL, False), "nfds": (_INT, False)},
     "cancel": {"target": (_INT, True)},
     "map": {"pool": (_INT, True), "kind": (_STR, True), "size": (_INT, True),
             "writable": (_BOOL, True), "offset": (_INT, False), "name": (_STR, False),
@@ -158,15 +158,14 @@ def check_request(message: Any) -> tuple[int, str, dict[str, Any]]:
 
 def check_response(message: Any) -> tuple[int, int, dict[str, Any]]:
     """Validate a response's envelope (bodies are checked by whoever reads them)."""
-    if not isinstance(message, list) or len(message) != 3:
+    if message.__class__ is not list or len(message) != 3:  # exact classes: what msgpack makes
         raise ProtocolError("a response must be [id, status, body]")
     request_id, status, body = message
-    if isinstance(request_id, bool) or not isinstance(request_id, int) or not (
-            0 < request_id < _MAX_ID):
+    if request_id.__class__ is not int or not 0 < request_id < _MAX_ID:  # (bool is not int)
         raise ProtocolError(f"bad response id {describe(request_id)}")
-    if isinstance(status, bool) or not isinstance(status, int) or not 0 <= status < 64:
+    if status.__class__ is not int or not 0 <= status < 64:
         raise ProtocolError(f"bad status {describe(status)}")
-    if not isinstance(body, dict):
+    if body.__class__ is not dict:
         raise ProtocolError("response body must be a map")
     return request_id, status, body
 

@@ -211,27 +211,30 @@ def _running_asyncio() -> bool:
 
 
 class _Pending:
-    __slots__ = ("body", "event", "future", "status")
+    """A request's response slot where no asyncio future can be had (trio): an anyio event."""
 
-    def __init__(self, future: asyncio.Future[None] | None) -> None:
-        self.future = future
-        self.event = anyio.Event() if future is None else None
-        self.status = Status.OK
-        self.body: dict[str, Any] = {}
+    __slots__ = ("event", "result")
 
-    def resolve(self, status: int, body: dict[str, Any]) -> None:
-        self.status, self.body = status, body
-        if self.future is not None:
-            if not self.future.done():
-                self.future.set_result(None)
-        elif self.event is not None:
-            self.event.set()
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.result: tuple[int, dict[str, Any]] = (Status.OK, {})
 
-    async def wait(self) -> None:
-        if self.future is not None:
-            await self.future
-        elif self.event is not None:
-            await self.event.wait()
+    async def wait(self) -> tuple[int, dict[str, Any]]:
+        await self.event.wait()
+        return self.result
+
+
+#: Where a response goes: the asyncio future of its request (the result is ``(status, body)``)
+#: or, on other backends, a :class:`_Pending`.
+_Waiter = asyncio.Future[tuple[int, dict[str, Any]]] | _Pending
+
+
+def _resolve(waiter: _Waiter, status: int, body: dict[str, Any]) -> None:
+    if isinstance(waiter, _Pending):
+        waiter.result = (status, body)
+        waiter.event.set()
+    elif not waiter.done():
+        waiter.set_result((status, body))
 
 
 class RequestClient:
@@ -247,7 +250,7 @@ class RequestClient:
     def __init__(self, framed: FramedSocket) -> None:
         self.framed = framed
         self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, _Waiter] = {}
         self.lost: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Executes we gave up on (cancelled, timed out) that the worker has not answered yet:
@@ -325,18 +328,20 @@ class RequestClient:
 
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
-        pending = self._pending.pop(request_id, None)
-        if pending is not None:
-            pending.resolve(status, body)
-        else:  # the worker finished (or stopped) a request we gave up on
+        waiter = self._pending.pop(request_id, None)
+        if waiter is None:  # the worker finished (or stopped) a request we gave up on
             self.abandoned.pop(request_id, None)
+        elif isinstance(waiter, _Pending):
+            _resolve(waiter, status, body)
+        elif not waiter.done():  # _resolve inlined: once per response
+            waiter.set_result((status, body))
 
     def _fail_all(self, reason: str) -> None:
         self.lost = reason
         self.abandoned.clear()
         pending, self._pending = self._pending, {}
-        for p in pending.values():
-            p.resolve(Status.UNAVAILABLE_DEVICE, {"message": reason})
+        for waiter in pending.values():
+            _resolve(waiter, Status.UNAVAILABLE_DEVICE, {"message": reason})
 
     async def request(self, verb: str, body: dict[str, Any], fds: Sequence[int] = ()
                       ) -> dict[str, Any]:
@@ -351,23 +356,23 @@ class RequestClient:
             await self._send_notes()
         request_id = next(self._ids)
         loop = self._loop
-        pending = _Pending(loop.create_future() if loop is not None else None)
-        self._pending[request_id] = pending
+        waiter = loop.create_future() if loop is not None else _Pending()
+        self._pending[request_id] = waiter
         try:
             if fds or not self.framed.send_coalesced([request_id, verb, body]):
                 await self.framed.send([request_id, verb, body], fds)
-            if pending.future is not None:
-                await pending.future  # not through pending.wait(): one coroutine less a reply
+            if isinstance(waiter, _Pending):
+                status, reply = await waiter.wait()
             else:
-                await pending.wait()
+                status, reply = await waiter
         except BaseException:
             if self._pending.pop(request_id, None) is not None and verb == "execute":
                 self.abandoned[request_id] = time.monotonic()
                 await self._send_cancel(request_id)
             raise
-        if pending.status != Status.OK:
-            raise error_from(pending.status, pending.body)
-        return pending.body
+        if status != Status.OK:
+            raise error_from(status, reply)
+        return reply
 
     def notify(self, verb: str, body: dict[str, Any]) -> None:
         """Send a request whose reply nobody waits for (e.g. ``unmap``); never blocks.

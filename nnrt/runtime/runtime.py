@@ -33,19 +33,14 @@ from nnrt.runtime.cache import StepCache, model_token
 from nnrt.runtime.compiler import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.constants import place_constants
 from nnrt.runtime.device import BufferRole, DeviceMemory, check_allocation
+from nnrt.runtime.inline import InlineCodec, inline_tensors
 from nnrt.runtime.memories import MemoryManager
 from nnrt.runtime.placement import PlacementReport
 from nnrt.runtime.plan import Plan
 from nnrt.runtime.pool import DEFAULT_MAX_QUEUE
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.stepper import run_plan
-from nnrt.runtime.transfer import (
-    INLINE_LIMIT,
-    PoolSource,
-    Transfer,
-    decode_inline,
-    inline_tensors,
-)
+from nnrt.runtime.transfer import PoolSource, Transfer
 
 if TYPE_CHECKING:
     from nnrt.runtime.sync import SyncRuntime
@@ -392,10 +387,10 @@ class CompiledModel:
         self._static_shapes = tuple(
             inferred[i] if inferred[i] and all(d > 0 for d in inferred[i]) else None
             for i in model.outputs)
+        #: The wire form of small all-inline requests, worked out once.
+        self._inline = InlineCodec(model)
         #: Whether some output is large enough to be returned through the arena.
-        self._arena_outputs = any(
-            shape is not None and math.prod(shape) * dt.itemsize > INLINE_LIMIT
-            for shape, dt in zip(self._static_shapes, self._out_dtypes, strict=True))
+        self._arena_outputs = self._inline.arena_outputs
         #: The memory holding constants the runtime packed for this model (if any).
         self.constants: Memory | None = None
         self._placement: PlacementReport | None = None
@@ -442,6 +437,12 @@ class CompiledModel:
         memory = runtime.memory
         if memory._released:
             memory.flush()
+        if outputs is None and inputs.__class__ is list:
+            tensors = self._inline.encode(inputs)
+            if tensors is not None:  # the common small request: everything inline both ways
+                reply = await backend.execute(self.ref, tensors, None, self.priority,
+                                              _deadline(timeout))
+                return self._inline.decode(reply)
         inputs, devices = _scan(inputs, outputs)
         fallbacks: dict[int, DeviceMemory] = {}
         if devices:
@@ -449,10 +450,10 @@ class CompiledModel:
         arrays: list[Any] = self._binder.bind(inputs, keep=DeviceMemory if devices else None)
         if outputs is None and not devices and not self._arena_outputs:
             tensors = inline_tensors(arrays)
-            if tensors is not None:  # the common small request: everything inline both ways
+            if tensors is not None:  # small, but not in the exact form the codec expects
                 reply = await backend.execute(self.ref, tensors, None, self.priority,
                                               _deadline(timeout))
-                return decode_inline(reply, self._out_names)
+                return self._inline.decode(reply)
         transfer = Transfer(runtime._arena)
         try:
             tensors = [transfer.device(arr) if arr.__class__ is DeviceMemory

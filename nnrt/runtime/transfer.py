@@ -29,14 +29,11 @@ from nnrt.ipc.messages import decode_tensor, dtype_of_name, encode_tensor
 from nnrt.memory import Memory, TensorRef, find_memory
 from nnrt.runtime.arena import Arena, Region
 from nnrt.runtime.device import DeviceMemory, is_shape
+from nnrt.runtime.inline import INLINE_LIMIT
 
-__all__ = ["INLINE_LIMIT", "PoolSource", "Transfer", "decode_inline", "inline_tensors",
-           "map_request"]
+__all__ = ["PoolSource", "Transfer", "map_request"]
 
 Array = np.ndarray[Any, Any]
-
-#: Tensors up to this many bytes travel inline in the request: cheaper than an arena round trip.
-INLINE_LIMIT = 64 << 10
 
 
 class PoolSource(Protocol):
@@ -179,7 +176,9 @@ class Transfer:
     def decode(self, reply: dict[str, Any], names: tuple[str, ...], views: bool,
                buffers: list[Any] | None) -> list[Array]:
         """The outputs of an execute reply (untrusted: every entry is checked)."""
-        raw = _reply_outputs(reply, names)
+        raw = reply.get("outputs")
+        if raw.__class__ is not list or len(raw) != len(names):
+            raise ProtocolError("execute reply has the wrong number of outputs")
         results = []
         for j, value in enumerate(raw):
             target = self._targets[j] if j < len(self._targets) else None
@@ -232,40 +231,6 @@ class Transfer:
         if arena is not None:
             while regions:
                 arena.free(regions.pop())
-
-
-def inline_tensors(arrays: list[Array]) -> list[Any] | None:
-    """The wire form of checked inputs that all travel inline — small, and owning their
-    memory (an owner is never a view of shared memory) — or None if one does not."""
-    tensors = []
-    for array in arrays:
-        if array.base is not None or array.nbytes > INLINE_LIMIT:
-            return None
-        tensors.append(encode_tensor(array))
-    return tensors
-
-
-def decode_inline(reply: dict[str, Any], names: tuple[str, ...]) -> list[Array]:
-    """The outputs of an execute reply whose outputs all came inline (untrusted: checked);
-    each result owns its memory."""
-    results = []
-    for j, value in enumerate(_reply_outputs(reply, names)):
-        if value.__class__ is not list or not value or value[0] != names[j]:
-            raise ProtocolError(f"output {j}: expected a {names[j]} tensor")
-        results.append(decode_tensor(value, _OUTPUT[j] if j < len(_OUTPUT) else f"output {j}",
-                                     writable=True))
-    return results
-
-
-def _reply_outputs(reply: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
-    raw = reply.get("outputs")
-    if raw.__class__ is not list or len(raw) != len(names):
-        raise ProtocolError("execute reply has the wrong number of outputs")
-    return raw
-
-
-#: ``where`` of the first outputs' error messages, made once.
-_OUTPUT = tuple(f"output {j}" for j in range(16))
 
 
 def _device_result(j: int, value: list[Any], memory: DeviceMemory) -> Any:
