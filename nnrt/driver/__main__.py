@@ -1,4 +1,5 @@
-"""``python -m nnrt.driver --driver SPEC (--fd N | --socket PATH) [--max-frame BYTES]``.
+"""``python -m nnrt.driver --driver SPEC (--fd N | --socket PATH) [--max-frame BYTES]
+[--poll-window SECONDS]``.
 
 Runs one worker service process serving one driver: on an inherited connected socket (embedded
 mode: the process exits when that connection closes) or on a listening Unix socket (shared
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from nnrt.driver.discovery import load_driver
-from nnrt.driver.service import Service
+from nnrt.driver.service import DEFAULT_POLL_WINDOW, MAX_POLL_WINDOW, Service
 from nnrt.errors import NnrtError
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, HEADER
 from nnrt.ops.floats import ignore_float_errors_here
@@ -34,6 +35,16 @@ def _frame_size(text: str) -> int:
     return value
 
 
+def _poll_window(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= MAX_POLL_WINDOW:
+        raise argparse.ArgumentTypeError(f"must be in [0, {MAX_POLL_WINDOW}], got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nnrt.driver",
                                      description="Serve one nnrt driver in this process.")
@@ -45,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-frame", type=_frame_size, default=DEFAULT_MAX_FRAME,
                         metavar="BYTES", help=f"largest frame accepted or sent "
                                               f"(default {DEFAULT_MAX_FRAME})")
+    parser.add_argument("--poll-window", type=_poll_window, default=DEFAULT_POLL_WINDOW,
+                        metavar="SECONDS", help="keep polling this long after the last execute "
+                                                f"before sleeping (default {DEFAULT_POLL_WINDOW})")
     return parser
 
 
@@ -61,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ignore_float_errors_here()  # executions run on this thread: NNAPI float semantics
     try:
         driver = load_driver(args.driver)
-        with Service(driver, max_frame=args.max_frame) as service:
+        with Service(driver, max_frame=args.max_frame, poll_window=args.poll_window) as service:
 
             def stop(signum: int, frame: FrameType | None) -> None:
                 service.request_stop()

@@ -7,7 +7,10 @@ A synchronous :mod:`selectors` loop, no threads, no asyncio. Control requests (`
 ``allocate``, ``free``, ``copy_from``, ``copy_to``) are answered as soon as they are read;
 ``execute`` requests are queued (:mod:`nnrt.driver.jobs`) and run one at a time, highest
 priority first. While one runs, the driver's ``should_stop`` hook polls the sockets (at most
-every millisecond) so that cancels and new requests are still read.
+every millisecond) so that cancels and new requests are still read. After answering, the loop
+keeps polling its sockets for a short *polling window* before it sleeps (NNAPI bursts poll the
+same way): a request arriving within the window is read at once instead of waking a sleeping
+process, which on a virtual machine costs tens to hundreds of microseconds.
 A connection that breaks the protocol is closed; the others keep being served. Responses are
 buffered per connection and sent once per loop iteration, never blocking on a slow reader.
 """
@@ -32,7 +35,7 @@ from nnrt.errors import BadData, NnrtError
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, ProtocolError
 from nnrt.ipc.messages import check_request, encode_error
 
-__all__ = ["MAX_CONNECTIONS", "Service"]
+__all__ = ["DEFAULT_POLL_WINDOW", "MAX_CONNECTIONS", "MAX_POLL_WINDOW", "Service"]
 
 #: Most connections a shared service accepts at once (more are closed on arrival).
 MAX_CONNECTIONS = 1024
@@ -51,6 +54,10 @@ _log = logging.getLogger("nnrt.driver.service")
 
 #: Longest stretch of back-to-back executes before pending responses are sent.
 BATCH_SECONDS = 0.0005
+#: Default seconds the loop keeps polling after its last execute before it sleeps.
+DEFAULT_POLL_WINDOW = 0.00025
+#: Longest polling window accepted (a longer one only burns CPU).
+MAX_POLL_WINDOW = 0.01
 
 
 class Service:
@@ -58,11 +65,18 @@ class Service:
 
     Owns the selector, the listening socket (if any), every connection and every prepared
     model and device buffer created through it; :meth:`close` releases all of them exactly once.
+    ``poll_window``: seconds the loop keeps polling (yielding the CPU between polls) after its
+    last execute before it sleeps; 0 sleeps at once.
     """
 
-    def __init__(self, driver: Driver, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, driver: Driver, *, max_frame: int = DEFAULT_MAX_FRAME,
+                 poll_window: float = DEFAULT_POLL_WINDOW) -> None:
+        if not (isinstance(poll_window, int | float) and 0 <= poll_window <= MAX_POLL_WINDOW):
+            raise BadData(f"poll_window must be from 0 to {MAX_POLL_WINDOW} seconds, got "
+                          f"{poll_window!r:.40}")
         self.driver = driver
         self.max_frame = max_frame
+        self.poll_window = float(poll_window)
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -106,9 +120,19 @@ class Service:
 
     def run(self) -> None:
         """Serve until :meth:`request_stop`, or until the last connection ends (no listener)."""
-        select, executor = self._selector.select, self.executor
+        select, executor, window = self._selector.select, self.executor, self.poll_window
+        polling_until = 0.0
         while not self._stopping and (self._listener is not None or self._connections):
-            for key, mask in select(0 if executor.pending else None):
+            if executor.pending:
+                events = select(0)
+            elif window and time.monotonic() < polling_until:
+                events = select(0)  # the polling window: no sleep, no wake-up to pay
+                if not events:
+                    os.sched_yield()  # let a process sharing this CPU run (the client)
+                    continue
+            else:
+                events = select(None)
+            for key, mask in events:
                 self._on_event(key.data, mask)
             if executor.pending and not self._stopping:
                 # Run queued executes for a short while before answering: responses then leave
@@ -118,6 +142,7 @@ class Service:
                 while executor.run_next() and not self._stopping:
                     if time.monotonic() >= until:
                         break
+                polling_until = time.monotonic() + window
             self._flush()
 
     def _on_event(self, data: Any, mask: int) -> None:

@@ -70,9 +70,9 @@ class EmbeddedBackend:
     """Worker pools per driver, scheduling compile and execute requests onto them."""
 
     def __init__(self, drivers: Sequence[str], workers: dict[str, int], max_in_flight: int,
-                 cancel_grace: float = 5.0) -> None:
+                 cancel_grace: float = 5.0, poll_window: float | None = None) -> None:
         self.pools = {name: WorkerPool(name, workers[name], max_in_flight=max_in_flight,
-                                       cancel_grace=cancel_grace)
+                                       cancel_grace=cancel_grace, poll_window=poll_window)
                       for name in drivers}
         self._keys = itertools.count(1)
 

@@ -114,7 +114,7 @@ class WorkerSlot:
                 self.pool.restarts += 1
 
     async def _serve_one(self, on_started: Callable[[], None]) -> None:
-        process = await WorkerProcess.spawn(self.pool.driver)
+        process = await WorkerProcess.spawn(self.pool.driver, self.pool.poll_window)
         client = RequestClient(FramedSocket(process.sock))
         try:
             async with anyio.create_task_group() as tg:
@@ -284,8 +284,11 @@ class WorkerPool:
     """
 
     def __init__(self, driver: str, workers: int, *, max_in_flight: int = 16,
-                 cancel_grace: float = 5.0, max_queue: int = DEFAULT_MAX_QUEUE) -> None:
+                 cancel_grace: float = 5.0, max_queue: int = DEFAULT_MAX_QUEUE,
+                 poll_window: float | None = None) -> None:
         self.driver = driver
+        #: The workers' polling window in seconds (None: the service's default).
+        self.poll_window = poll_window
         self.slots = [WorkerSlot(self, i) for i in range(workers)]
         self.max_in_flight = max_in_flight
         self._max_queue = 0

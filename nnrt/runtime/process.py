@@ -55,18 +55,20 @@ class WorkerProcess:
         return self.process.pid
 
     @classmethod
-    async def spawn(cls, driver_spec: str) -> Self:
+    async def spawn(cls, driver_spec: str, poll_window: float | None = None) -> Self:
         """Start a worker serving ``driver_spec`` (runs the blocking spawn in a thread)."""
-        return await anyio.to_thread.run_sync(cls.spawn_blocking, driver_spec)
+        return await anyio.to_thread.run_sync(cls.spawn_blocking, driver_spec, poll_window)
 
     @classmethod
-    def spawn_blocking(cls, driver_spec: str) -> Self:
-        """Start a worker serving ``driver_spec``."""
+    def spawn_blocking(cls, driver_spec: str, poll_window: float | None = None) -> Self:
+        """Start a worker serving ``driver_spec`` (``poll_window``: the service's, in seconds;
+        None: its default)."""
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        options = [] if poll_window is None else ["--poll-window", repr(float(poll_window))]
         try:
             process = subprocess.Popen(
                 [sys.executable, "-m", "nnrt.driver", "--driver", driver_spec,
-                 "--fd", str(child.fileno())],
+                 "--fd", str(child.fileno()), *options],
                 pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=_child_env(),
                 close_fds=True,
             )

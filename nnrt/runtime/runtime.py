@@ -21,6 +21,7 @@ from nnrt.cache.files import check_token
 from nnrt.driver.base import DriverInfo
 from nnrt.driver.buffers import BufferDesc
 from nnrt.driver.discovery import load_driver
+from nnrt.driver.service import DEFAULT_POLL_WINDOW, MAX_POLL_WINDOW
 from nnrt.errors import BadData, BadState, OpFailed, OutputInsufficientSize
 from nnrt.memory import Memory, TensorRef
 from nnrt.model.model import Model
@@ -119,7 +120,9 @@ class Runtime:
     later (one operation running on and on) is killed and restarted. Plain ndarrays larger than
     64 KiB travel through a shared arena of at most ``arena_limit`` bytes (0: never). At most
     ``max_queue`` requests wait per driver; one more fails at once with ``ResourceExhausted``
-    (transient; in shared mode the service's bound applies).
+    (transient; in shared mode the service's bound applies). After its last execute, a worker
+    keeps polling for requests ``poll_window`` seconds (default 250 µs, at most 10 ms; 0: off)
+    before it sleeps, so that a request sent soon after does not pay for waking it up.
 
     ``rt.memory`` creates shared memories (:class:`nnrt.Memory`) closed with the runtime.
     """
@@ -128,7 +131,8 @@ class Runtime:
                  workers: int | Mapping[str, int] | None = None, connect: str | None = None,
                  max_in_flight: int = 16, cancel_grace: float = 5.0,
                  arena_limit: int = DEFAULT_ARENA_LIMIT,
-                 max_queue: int = DEFAULT_MAX_QUEUE) -> None:
+                 max_queue: int = DEFAULT_MAX_QUEUE,
+                 poll_window: float = DEFAULT_POLL_WINDOW) -> None:
         if not drivers or isinstance(drivers, str):
             raise BadData("Runtime needs a list of driver names")
         self._drivers = list(dict.fromkeys(drivers))
@@ -153,6 +157,10 @@ class Runtime:
             raise BadData(f"cancel_grace must be a positive number of seconds, got "
                           f"{cancel_grace!r}")
         self._cancel_grace = float(cancel_grace)
+        if not (isinstance(poll_window, int | float) and 0 <= poll_window <= MAX_POLL_WINDOW):
+            raise BadData(f"poll_window must be from 0 to {MAX_POLL_WINDOW} seconds, got "
+                          f"{poll_window!r:.40}")
+        self._poll_window = float(poll_window)
         self._workers = per_driver
         self._connect = connect
         self._max_in_flight = max_in_flight
@@ -189,7 +197,7 @@ class Runtime:
             # asking for more cache files than NNAPI allows (32 of each) is refused here
             load_driver(name).cache_files_needed()
         embedded = EmbeddedBackend(self._drivers, self._workers, self._max_in_flight,
-                                   self._cancel_grace)
+                                   self._cancel_grace, self._poll_window)
         for pool in embedded.pools.values():
             pool.max_queue = self._max_queue
         self._tg = anyio.create_task_group()

@@ -1,0 +1,64 @@
+"""The worker's polling window: it polls for requests a while after an execute, then sleeps."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import anyio
+import numpy as np
+import pytest
+from models import add_model
+
+import nnrt
+
+X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time ``pid`` has run, from the scheduler's nanosecond-precise account."""
+    with open(f"/proc/{pid}/sched") as f:
+        for line in f:
+            if line.startswith("se.sum_exec_runtime"):
+                return float(line.split(":")[1]) / 1e3  # milliseconds
+    raise AssertionError("no se.sum_exec_runtime in /proc/PID/sched")
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/sched"),
+                    reason="needs /proc/PID/sched (CONFIG_SCHED_DEBUG)")
+async def test_worker_polls_for_its_window_then_sleeps() -> None:
+    used = {}
+    for window in (0.0, 0.01):
+        async with nnrt.Runtime(workers=1, poll_window=window) as rt:
+            compiled = await rt.compile(add_model())
+            await compiled.execute([X])
+            await anyio.sleep(0.05)  # past any window: the worker sleeps
+            pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+            pid = pool.slots[0].process.pid
+            before = _cpu_seconds(pid)
+            (y,) = await compiled.execute([X])
+            await anyio.sleep(0.2)
+            used[window] = _cpu_seconds(pid) - before
+            np.testing.assert_array_equal(y, X + np.arange(1, 5, dtype=np.float32))
+    # 10 ms of polling (yielding between polls, so at least a few ms of CPU on a busy machine)
+    assert used[0.01] >= used[0.0] + 0.002, used
+    # ...and then it sleeps: 200 ms idle are not 200 ms of CPU
+    assert used[0.01] < 0.1, used
+
+
+@pytest.mark.parametrize("window", [-0.001, 0.5, "0.001", True, float("nan")])
+def test_runtime_refuses_a_bad_poll_window(window: object) -> None:
+    with pytest.raises(nnrt.BadData, match="poll_window"):
+        nnrt.Runtime(poll_window=window)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("window", ["-1", "0.5", "soon", "nan"])
+def test_worker_refuses_a_bad_poll_window(window: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "nnrt.driver", "--driver", "reference",
+                           "--fd", "0", "--poll-window", window],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 2
+    assert "--poll-window" in done.stderr
