@@ -9,7 +9,7 @@ inputs, each step's outputs feeding the next:
   function runs with every kernel call timed; each call's time goes to the model operations it
   implements (several once fused); operations the compiler folded or elided take none;
 * a step on any other driver runs on the reference interpreter, timed per operation (through
-  the hook the interpreter calls before each operation).
+  the hook the interpreter calls between two operations).
 
 Times are means over ``runs`` runs after one warm-up. They leave out what the runtime adds per
 execution — dispatch to the worker, shared-memory transfers, one round trip per step — which is
@@ -175,8 +175,9 @@ class _ReferenceStep(_StepTimer):
     def run(self, inputs: list[Array]) -> list[Array]:
         marks = self._marks
         marks.clear()
-        outputs = self._plan.execute(self._plan.binder.bind(inputs),
-                                     check=lambda: marks.append(time.perf_counter()))
+        arrays = self._plan.binder.bind(inputs)
+        marks.append(time.perf_counter())  # the hook runs between operations: first mark here
+        outputs = self._plan.execute(arrays, check=lambda: marks.append(time.perf_counter()))
         marks.append(time.perf_counter())
         for k in range(len(self._order)):
             self._totals[k] += marks[k + 1] - marks[k]

@@ -391,7 +391,8 @@ class ExecutionPlan:
                 outputs: Sequence[Array | None] | None = None) -> list[Array]:
         """Run on ``inputs`` already checked by :attr:`binder`; return the outputs.
 
-        ``check`` (optional) is called before each operation; it stops the execution by raising.
+        ``check`` (optional) is called between two operations (not before the first: the caller
+        checks before it starts); it stops the execution by raising.
         ``outputs`` (optional, one entry per model output) are typed destinations the operation
         producing that output may compute into (then the output returned is that array).
         """
@@ -430,9 +431,11 @@ class ExecutionPlan:
         if errors is not None:
             errors.__enter__()
         try:
+            poll = None  # between operations: from the second on
             for step, ctx in pairs:
-                if check is not None:
-                    check()
+                if poll is not None:
+                    poll()
+                poll = check
                 results = step.run(ctx)
                 outputs = step.outputs
                 if len(outputs) == 1:

@@ -166,7 +166,7 @@ def test_should_stop_cancels_between_operations(driver: ReferenceDriver) -> None
     with driver.prepare(chain(5)) as prepared:
         with pytest.raises(Cancelled, match="should_stop"):
             prepared.execute([ONES], should_stop=stop_at_second_poll)
-        assert len(polls) == 2  # polled before op 0 and op 1; stopped before running op 1
+        assert len(polls) == 2  # polled before op 1 and op 2; stopped before running op 2
         assert issubclass(Cancelled, nnrt.OpFailed)
         def broken() -> bool:
             raise ZeroDivisionError("poll failed")
