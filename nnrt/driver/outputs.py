@@ -28,7 +28,7 @@ from nnrt.model.values import dims_compatible
 __all__ = ["Destinations", "OutputChecker"]
 
 Array = np.ndarray[Any, Any]
-#: Per model output, the caller's destination as a flat uint8 array, or None.
+#: Per model output, the caller's destination (checked: writable, C-contiguous), or None.
 Destinations = tuple[Array | None, ...]
 
 
@@ -72,13 +72,14 @@ class OutputChecker:
         return tuple(sizes)
 
     def check_destinations(self, outputs: Sequence[Any]) -> Destinations:
-        """Validate caller output destinations; each entry's bytes as a flat uint8 array or None.
+        """Validate caller output destinations (returned as a tuple, entries as given).
 
         ``outputs`` needs one entry per model output: None, or a writable C-contiguous ndarray
         (any dtype without Python objects). ``BadData`` naming ``outputs[j]`` otherwise.
         """
         count = len(self._dtypes)
-        if isinstance(outputs, str | bytes | np.ndarray) or not isinstance(outputs, Sequence):
+        if outputs.__class__ is not list and outputs.__class__ is not tuple and (
+                isinstance(outputs, str | bytes | np.ndarray) or not isinstance(outputs, Sequence)):
             raise BadData(f"execute: outputs must be a sequence of {count} destination arrays "
                           f"(or None entries), got {type(outputs).__name__}")
         if len(outputs) != count:
@@ -95,12 +96,13 @@ class OutputChecker:
             if buf.dtype.hasobject:
                 raise BadData(f"execute: outputs[{j}] has dtype {buf.dtype}, which holds Python "
                               "objects, not bytes")
-            if not buf.flags.writeable:
+            flags = buf.flags
+            if not flags.writeable:
                 raise BadData(f"execute: outputs[{j}] is read-only")
-            if not buf.flags.c_contiguous:
+            if not flags.c_contiguous:
                 raise BadData(f"execute: outputs[{j}] is not C-contiguous (strides "
                               f"{buf.strides}, shape {buf.shape})")
-            buffers.append(buf.reshape(-1).view(np.uint8))
+            buffers.append(buf)
         return tuple(buffers)
 
     def typed_destinations(self, buffers: Destinations) -> tuple[Array | None, ...] | None:
@@ -110,14 +112,19 @@ class OutputChecker:
         running, or it does not fit; the whole result is None when no entry is set.
         """
         typed: list[Array | None] = []
+        found = False
         for j, buf in enumerate(buffers):
             static = self._static[j]
-            if buf is None or static is None or static[1] > buf.shape[0]:
+            if buf is None or static is None or static[1] > buf.nbytes:
                 typed.append(None)
+                continue
+            if buf.dtype is self._dtypes[j] and buf.shape == static[0]:
+                typed.append(buf)  # typed and shaped so already (the usual case): no views
             else:
                 shape, nbytes = static
-                typed.append(buf[:nbytes].view(self._dtypes[j]).reshape(shape))
-        return tuple(typed) if any(t is not None for t in typed) else None
+                typed.append(_bytes_of(buf)[:nbytes].view(self._dtypes[j]).reshape(shape))
+            found = True
+        return tuple(typed) if found else None
 
     def place(self, results: Sequence[Any], sizes: tuple[int, ...] | None,
               buffers: Destinations, typed: tuple[Array | None, ...] | None) -> list[Array]:
@@ -128,7 +135,13 @@ class OutputChecker:
         already computed into its ``typed`` destination is returned as is; any other is copied
         once into its destination and the returned array is that copy.
         """
-        capacities = [len(buf) if buf is not None else (None if sizes is None else sizes[j])
+        if typed is not None and len(results) == len(typed):
+            for arr, dest in zip(results, typed, strict=True):
+                if arr is not dest:
+                    break
+            else:  # every output computed in place into its typed destination: checked already
+                return list(results)  # (declared dtype, static shape, fits its buffer)
+        capacities = [buf.nbytes if buf is not None else (None if sizes is None else sizes[j])
                       for j, buf in enumerate(buffers)]
         outputs = self.check(results, None)
         self._check_capacities(outputs, capacities)
@@ -144,7 +157,7 @@ class OutputChecker:
                     continue
                 view = dest  # already typed and shaped as the result
             else:
-                view = buf[:arr.nbytes].view(arr.dtype).reshape(arr.shape)
+                view = _bytes_of(buf)[:arr.nbytes].view(arr.dtype).reshape(arr.shape)
             np.copyto(view, arr, casting="no")
             outputs[j] = view
         return outputs
@@ -182,6 +195,11 @@ class OutputChecker:
                  if size is not None and arr.nbytes > size]
         if short:
             raise OutputInsufficientSize("; ".join(short), [tuple(arr.shape) for arr in outputs])
+
+
+def _bytes_of(buf: Array) -> Array:
+    """The bytes of a C-contiguous array as a flat uint8 view."""
+    return buf.reshape(-1).view(np.uint8)
 
 
 def _address(arr: Array) -> int:
