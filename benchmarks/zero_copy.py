@@ -1,8 +1,11 @@
 """Round trip of ``y = x * 2`` (MUL) on float32 tensors of 1 KiB to 256 MiB, against peers.
 
 Run: .venv/bin/python benchmarks/zero_copy.py [--sizes 1K,1M,16M,64M,256M] [--repeat N]
+[--rounds R]
 
-Side by side, in one run, per size (median of ``--repeat`` round trips after a warm-up):
+Side by side, in one run, per size (median of ``--repeat`` round trips after a warm-up; the
+floor and nnrt's variants in ``--rounds`` interleaved rounds, each starting with a different
+variant — none always first, right after the worker started — and the median over rounds):
 - floor: in-process ``np.multiply(x, 2, out=y)`` on preallocated arrays;
 - (a) nnrt with Memory-backed input and output (one memfd, shared with the worker once);
 - (b) nnrt with plain ndarrays (through the runtime's shared arena; results returned as views of
@@ -76,7 +79,7 @@ async def timed(call: Callable[[], Awaitable[object]], repeat: int) -> float:
     return statistics.median(samples)
 
 
-async def measure_size(nbytes: int, repeat: int) -> dict[str, float]:
+async def measure_size(nbytes: int, repeat: int, rounds: int) -> dict[str, float]:
     count = nbytes // 4
     x = np.random.default_rng(0).standard_normal(count).astype(np.float32)
     expected = x * np.float32(2.0)
@@ -85,8 +88,6 @@ async def measure_size(nbytes: int, repeat: int) -> dict[str, float]:
 
     async def floor() -> None:
         np.multiply(x, np.float32(2.0), out=out)
-
-    figures["floor"] = await timed(floor, repeat)
 
     async with nnrt.Runtime(workers=1, arena_limit=max(4 * nbytes, 1 << 22)) as rt:
         compiled = await rt.compile(mul_model(count))
@@ -98,20 +99,22 @@ async def measure_size(nbytes: int, repeat: int) -> dict[str, float]:
         async def memory_backed() -> None:
             await compiled.execute([mx], outputs=[my])
 
-        figures["a"] = await timed(memory_backed, repeat)
-        assert np.array_equal(my, expected)
-
         async def plain() -> None:
             (y,) = await compiled.execute([x])
             assert y.shape == x.shape
-
-        figures["b"] = await timed(plain, repeat)
 
         async def plain_copy() -> None:
             (y,) = await compiled.execute([x], copy=True)
             assert y.shape == x.shape
 
-        figures["b_copy"] = await timed(plain_copy, repeat)
+        variants: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("floor", floor), ("a", memory_backed), ("b", plain), ("b_copy", plain_copy)]
+        samples: dict[str, list[float]] = {name: [] for name, _ in variants}
+        for r in range(rounds):
+            for name, call in variants[r % len(variants):] + variants[:r % len(variants)]:
+                samples[name].append(await timed(call, repeat))
+        assert np.array_equal(my, expected)
+        figures.update({name: statistics.median(values) for name, values in samples.items()})
         memory.close()  # the mapping lives on until the views above are gone
 
     loop = asyncio.get_running_loop()
@@ -151,14 +154,14 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f}" if seconds < 0.01 else f"{seconds * 1e3:.1f}"
 
 
-async def main(sizes: list[int], repeat: int) -> None:
+async def main(sizes: list[int], repeat: int, rounds: int) -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, numpy {np.__version__}, nnrt {nnrt.__version__}")
     print("\n| size | floor ms | (a) Memory ms | (b) arena ms | (b') copy ms | (c) pickle ms "
           "| (d) shm by hand ms |\n|---|---:|---:|---:|---:|---:|---:|")
     results = {}
     for nbytes in sizes:
-        f = await measure_size(nbytes, repeat)
+        f = await measure_size(nbytes, repeat, rounds)
         results[nbytes] = f
         print(f"| {label(nbytes)} | {ms(f['floor'])} | {ms(f['a'])} | {ms(f['b'])} | "
               f"{ms(f['b_copy'])} | {ms(f['c'])} | {ms(f['d'])} |", flush=True)
@@ -175,5 +178,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1K,1M,16M,64M,256M")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    asyncio.run(main([parse_size(s) for s in args.sizes.split(",")], args.repeat))
+    asyncio.run(main([parse_size(s) for s in args.sizes.split(",")], args.repeat, args.rounds))
