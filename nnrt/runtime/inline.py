@@ -66,7 +66,7 @@ class _Output:
 class InlineCodec:
     """Encodes small all-inline execute requests of one model and decodes their replies."""
 
-    __slots__ = ("_inputs", "_outputs", "arena_outputs")
+    __slots__ = ("_inputs", "_outputs", "arena_outputs", "static_shapes")
 
     def __init__(self, model: Model) -> None:
         operands = model.operands
@@ -78,6 +78,8 @@ class InlineCodec:
             static = tuple(dims) if dims and all(d > 0 for d in dims) else None
             outputs.append(_Output(j, dtype, _wire_name(dtype), static))
         self._outputs = tuple(outputs)
+        #: Per output, its shape when statically known (every dim > 0), else None.
+        self.static_shapes = tuple(o.shape if o.nbytes >= 0 else None for o in outputs)
         #: Whether some output is large enough to come back through the arena.
         self.arena_outputs = any(o.nbytes > INLINE_LIMIT for o in outputs)
         inputs = []

@@ -390,15 +390,8 @@ class CompiledModel:
         self._binder = InputBinder(model)
         self._out_dtypes = tuple(dtype_of(model.operands[i].type) for i in model.outputs)
         self._out_names = tuple(dt.name for dt in self._out_dtypes)
-        inferred = model.inferred_dims
-        #: Per output, its shape when statically known (every dim > 0), else None.
-        self._static_shapes = tuple(
-            inferred[i] if inferred[i] and all(d > 0 for d in inferred[i]) else None
-            for i in model.outputs)
-        #: The wire form of small all-inline requests, worked out once.
+        #: The wire form of small all-inline requests and the outputs' static shapes, once.
         self._inline = InlineCodec(model)
-        #: Whether some output is large enough to be returned through the arena.
-        self._arena_outputs = self._inline.arena_outputs
         #: The memory holding constants the runtime packed for this model (if any).
         self.constants: Memory | None = None
         self._placement: PlacementReport | None = None
@@ -456,7 +449,7 @@ class CompiledModel:
         if devices:
             inputs, outputs = self._device_args(inputs, outputs, fallbacks)
         arrays: list[Any] = self._binder.bind(inputs, keep=DeviceMemory if devices else None)
-        if outputs is None and not devices and not self._arena_outputs:
+        if outputs is None and not devices and not self._inline.arena_outputs:
             tensors = inline_tensors(arrays)
             if tensors is not None:  # small, but not in the exact form the codec expects
                 reply = await backend.execute(self.ref, tensors, None, self.priority,
@@ -466,7 +459,7 @@ class CompiledModel:
         try:
             tensors = [transfer.device(arr) if arr.__class__ is DeviceMemory
                        else transfer.input(arr, _dtype_name(arr)) for arr in arrays]
-            refs, sizes = (None, None) if outputs is None and not self._arena_outputs else (
+            refs, sizes = (None, None) if outputs is None and not self._inline.arena_outputs else (
                 self._outputs(transfer, outputs))
             pools = list(transfer.pools.values()) if transfer.pools else ()
             for pool in pools:
@@ -548,7 +541,7 @@ class CompiledModel:
                 if not target.flags.c_contiguous or not target.flags.writeable:
                     raise BadData(f"output {j}: the buffer must be C-contiguous and writeable")
             refs.append(transfer.output_ref(j, target, self._out_dtypes[j], self._out_names[j],
-                                            self._static_shapes[j]))
+                                            self._inline.static_shapes[j]))
             sizes.append(target.nbytes if isinstance(target, np.ndarray) else _UNLIMITED)
         inline_buffers = outputs is not None and any(
             isinstance(t, np.ndarray) and r is None for t, r in zip(outputs, refs, strict=True))
