@@ -52,8 +52,11 @@ _UCRED = struct.Struct("3i")
 _log = logging.getLogger("nnrt.driver.service")
 
 
-#: Longest stretch of back-to-back executes before pending responses are sent.
-BATCH_SECONDS = 0.0005
+#: Longest stretch of back-to-back executes before pending responses are sent (and the sockets
+#: read again). Short enough that a client with many requests in flight gets answers while the
+#: worker still runs the rest of its queue, so both sides work at once instead of in turn
+#: (1 worker, 64 tiny requests in flight: 0.5 ms gave ~65k req/s, 0.25 ms ~96k).
+BATCH_SECONDS = 0.00025
 #: Default seconds the loop keeps polling after its last execute before it sleeps.
 DEFAULT_POLL_WINDOW = 0.00025
 #: Longest polling window accepted (a longer one only burns CPU).
