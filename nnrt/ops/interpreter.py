@@ -14,7 +14,6 @@ unless the kernel handles overlap like a ufunc, the operation's own inputs).
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -180,7 +179,7 @@ class OperationStep:
             operands[op.inputs[slot]].type in _SHAPE_ONLY_TYPES for slot in dynamic) else None
         #: The operand indices of those inputs (their shapes form the cache key).
         self._shape_operands = tuple(op.inputs[slot] for slot in dynamic)
-        self._shape_key: tuple[tuple[int, ...], ...] | None = None
+        self._shape_key: tuple[Any, ...] | None = None
         self._shapes: list[tuple[int, ...]] = []
         #: Operands (other than this step's outputs) still needed once this step has run: read
         #: by a later step or a model output. Set by the plan for steps producing model outputs,
@@ -236,7 +235,6 @@ class OperationStep:
 
 
 _MISSING = object()
-_SHAPE = operator.attrgetter("shape")
 _SHAPE_ONLY_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16})
 
 
@@ -304,10 +302,15 @@ class _PlanContext(ExecutionContext):
         shape: tuple[int, ...] = self.tensor(i).shape  # a tuple of Python ints already
         return shape
 
-    def shapes_of(self, operands: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-        """The shapes of the values of ``operands`` (indices of this step's non-constant,
-        non-omitted inputs: always set when the step runs)."""
-        return tuple(map(_SHAPE, map(self._frame.slots.__getitem__, operands)))
+    def shapes_of(self, operands: tuple[int, ...]) -> tuple[Any, ...]:
+        """A key of the shapes of the values of ``operands`` (indices of this step's
+        non-constant, non-omitted inputs: always set when the step runs): the one shape itself,
+        or a tuple of the shapes."""
+        slots: list[Any] = self._frame.slots
+        if len(operands) == 1:  # the usual case, without building a tuple
+            shape: tuple[int, ...] = slots[operands[0]].shape
+            return shape
+        return tuple([slots[k].shape for k in operands])
 
     def scalar(self, i: int) -> Any:
         scalar = self._scalars.get(i, _MISSING)
