@@ -40,7 +40,7 @@ class ExecutionControl:
     whatever the driver returns into the caller's buffer.
     """
 
-    __slots__ = ("_deadline", "_should_stop", "outputs")
+    __slots__ = ("_deadline", "_should_stop", "active", "outputs")
 
     def __init__(self, deadline: float | None = None,
                  should_stop: Callable[[], bool] | None = None) -> None:
@@ -52,13 +52,10 @@ class ExecutionControl:
                           f"{type(should_stop).__name__}")
         self._deadline = None if deadline is None else float(deadline)
         self._should_stop = should_stop
+        #: Whether there is anything to check (a deadline or a stop poll).
+        self.active = deadline is not None or should_stop is not None
         #: Per model output, a typed in-place destination or None; None when there are none.
         self.outputs: tuple[Array | None, ...] | None = None
-
-    @property
-    def active(self) -> bool:
-        """Whether there is anything to check (a deadline or a stop poll)."""
-        return self._deadline is not None or self._should_stop is not None
 
     def check_deadline(self, when: str) -> None:
         """Raise ``DeadlineMissed`` if the deadline has passed; ``when`` says at which point."""

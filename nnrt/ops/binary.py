@@ -95,7 +95,8 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
         shape = ctx.output_shapes[0]
         size = math.prod(shape)
         if size * 2 < parallel.MIN_BYTES or size * a.itemsize < parallel.MIN_BYTES:
-            return [apply_activation(func(a, b), activation)]
+            result = func(a, b)
+            return [apply_activation(result, activation) if activation else result]
         dest = np.empty(shape, a.dtype)
     parallel.ufunc_into(func, a, b, dest)  # large outputs: split over threads
     _activate_in_place(dest, activation)
