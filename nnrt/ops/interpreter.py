@@ -112,8 +112,8 @@ class InputBinder:
             try:
                 if list(map(_FORM, inputs)) == forms:  # exact ndarrays, in the right count
                     return list(inputs)
-            except AttributeError:  # something else than arrays: checked one by one below
-                pass
+            except Exception:  # not arrays (no dtype, a property that raises...): each is
+                pass  # checked below, by the general path that names the culprit
         slots = self._slots
         if inputs.__class__ is list:
             ordered = inputs

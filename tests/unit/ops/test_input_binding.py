@@ -1,0 +1,102 @@
+"""InputBinder and the plan's result checks: the one-comparison paths decide exactly what the
+general checks decide (exact arrays pass as given, anything else is checked or refused)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nnrt
+from nnrt.ops.interpreter import ExecutionPlan, InputBinder
+
+
+def _two_input_model() -> nnrt.Model:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (2, 3))
+    y = b.input("y", (2, 3))
+    b.output(b.add(x, y))
+    return b.build()
+
+
+def _dynamic_model() -> nnrt.Model:
+    m = nnrt.Model()
+    a = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (0, 3))
+    c = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (1, 3))
+    act = m.add_operand(nnrt.OperandType.INT32)
+    out = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (0, 3))
+    m.set_operand_value(c, np.ones((1, 3), np.float32))
+    m.set_operand_value(act, nnrt.FusedActivation.NONE)
+    m.add_operation(nnrt.OperationType.ADD, [a, c, act], [out])
+    m.identify_inputs_and_outputs([a], [out])
+    m.finish()
+    return m
+
+
+class _RaisingDtype:
+    """Not an array: reading its ``dtype`` raises something other than AttributeError."""
+
+    shape = (2, 3)
+
+    @property
+    def dtype(self) -> Any:
+        raise RuntimeError("no dtype here")
+
+
+def test_exact_arrays_are_bound_as_given_in_a_new_list() -> None:
+    binder = InputBinder(_two_input_model())
+    x, y = np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    given = [x, y]
+    bound = binder.bind(given)
+    assert bound is not given
+    assert bound[0] is x and bound[1] is y
+
+
+@pytest.mark.parametrize("value", [
+    np.ones((2, 3), np.float64),                       # another dtype: converted
+    [[1, 2, 3], [4, 5, 6]],                            # a nested list: converted
+    np.ones((2, 3), np.dtype(">f4")),                  # other byte order: converted
+    np.ones((2, 3), np.float32).view(np.recarray),     # a subclass: through the general path
+])
+def test_inputs_not_in_exact_form_get_the_general_checks(value: Any) -> None:
+    binder = InputBinder(_two_input_model())
+    bound = binder.bind([value, np.zeros((2, 3), np.float32)])
+    assert bound[0].dtype == np.float32 and bound[0].shape == (2, 3)
+    np.testing.assert_array_equal(bound[0], np.asarray(value, np.float32))
+
+
+@pytest.mark.parametrize(("inputs", "message"), [
+    ([np.ones((2, 3), np.float32)], "expected 2 inputs, got 1"),
+    ([np.ones((2, 3), np.float32)] * 3, "expected 2 inputs, got 3"),
+    ([np.ones((3, 2), np.float32), np.ones((2, 3), np.float32)], "input 0"),
+    ([np.ones((2, 3), np.float32), _RaisingDtype()], "input 1"),
+    ([np.ones((2, 3), np.float32), None], "input 1"),
+])
+def test_wrong_inputs_are_refused_naming_the_input(inputs: list[Any], message: str) -> None:
+    with pytest.raises(nnrt.BadData, match=message):
+        InputBinder(_two_input_model()).bind(inputs)
+
+
+def test_dynamic_inputs_are_checked_one_by_one() -> None:
+    binder = InputBinder(_dynamic_model())
+    (bound,) = binder.bind([np.ones((5, 3), np.float32)])
+    assert bound.shape == (5, 3)
+    with pytest.raises(nnrt.BadData, match="input 0"):
+        binder.bind([np.ones((5, 4), np.float32)])
+
+
+def test_plan_results_static_and_dynamic_shapes() -> None:
+    """A one-output step of static dims takes the one-test check; a dynamic one the general
+    checks; both give the right values, shape after shape."""
+    static = ExecutionPlan(_two_input_model())
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(3):
+        (out,) = static.execute([x, x])
+        np.testing.assert_array_equal(out, 2 * x)
+        assert out.dtype == np.float32 and out.shape == (2, 3)
+    dynamic = ExecutionPlan(_dynamic_model())
+    for rows in (1, 4, 1, 7):
+        (out,) = dynamic.execute([np.zeros((rows, 3), np.float32)])
+        assert out.shape == (rows, 3)
+        np.testing.assert_array_equal(out, np.ones((rows, 3), np.float32))
