@@ -183,8 +183,9 @@ class OperationStep:
         self._exact = tuple(bool(d) and all(x > 0 for x in d) for d in self.dims)
         #: One output of fully declared dims: (dtype, dims, [dims]), what :meth:`run` checks
         #: its result against at once; None otherwise (the general checks).
-        self._single = ((self.dtypes[0], tuple(self.dims[0]), [tuple(self.dims[0])])
-                        if len(self.outputs) == 1 and self._exact[0] else None)
+        single_dims = tuple(self.dims[0]) if len(self.outputs) == 1 and self._exact[0] else None
+        self._single = (None if single_dims is None
+                        else (self.dtypes[0], single_dims, [single_dims]))
         # Shape cache: when every non-constant input is a float tensor, prepare() depends only
         # on those inputs' shapes (NNAPI derives shapes and parameter checks from constants,
         # scalars and integer tensors, never from float tensor values), so its result can be
@@ -233,7 +234,7 @@ class OperationStep:
             raise OpFailed(f"{ctx.where()}: kernel returned {len(results)} outputs, "
                            f"expected {len(self.outputs)}")
         single = self._single
-        if single is not None and len(results) == 1:
+        if single is not None:  # one output, and the kernel returned one (checked above)
             arr = results[0]  # the usual case in one test: an ndarray of the output's dtype and
             if (arr.__class__ is np.ndarray and arr.dtype is single[0]  # declared static shape,
                     and arr.shape == single[1] and shapes == single[2]):  # prepare's shape too
