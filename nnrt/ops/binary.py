@@ -31,7 +31,7 @@ from nnrt.model.types import FusedActivation, OperandType, OperationType
 from nnrt.ops import parallel
 from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.fused import apply_activation
-from nnrt.ops.registry import OperationDef, Shape, add_definition
+from nnrt.ops.registry import OperationDef, Shape, Specialized, add_definition
 from nnrt.ops.shapes import broadcast_inputs, expect_typed_pair
 
 T = OperandType
@@ -103,6 +103,27 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
     return [dest]
 
 
+def _specialize(ctx: OperationContext) -> Specialized | None:
+    """ADD, SUB, MUL, DIV of float tensors whose fixed output is small: the ufunc itself (then
+    the activation), what :func:`_execute` runs for them without a destination."""
+    if ctx.input_type(INPUT1) not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16):
+        return None
+    activation = ctx.constant(ACTIVATION)
+    if activation.__class__ is not int:  # given at execution time: the general kernel
+        return None
+    size = math.prod(broadcast_inputs(ctx)[0])
+    if size * 4 >= parallel.MIN_BYTES:
+        return None  # large: the general kernel may split it over threads
+    func = _FLOAT_FUNCS[ctx.op_type]
+    if activation == FusedActivation.NONE:
+        return func, (INPUT1, INPUT2)
+
+    def run(a: Array, b: Array) -> Array:
+        return apply_activation(func(a, b), activation)
+
+    return run, (INPUT1, INPUT2)
+
+
 def _activate_in_place(x: Array, code: int) -> None:
     """``apply_activation`` computed into ``x`` itself (same values, NaN included)."""
     if code == FusedActivation.RELU:
@@ -119,6 +140,7 @@ for _op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationTy
     add_definition(OperationDef(
         type=_op, validate=_validate, prepare=_prepare, execute=_execute,
         inputs=("input1", "input2", "activation"), kernel_types=_KERNEL_TYPES,
+        specialize=_specialize,
     ))
 
 

@@ -25,7 +25,7 @@ from nnrt.errors import BadData, BadState, NnrtError, OpFailed
 from nnrt.model.operand import dtype_of, is_scalar
 from nnrt.model.types import OperandType
 from nnrt.model.values import coerce_value, dims_compatible
-from nnrt.ops.context import ExecutionContext
+from nnrt.ops.context import ExecutionContext, OperationContext
 from nnrt.ops.floats import float_errors_state
 from nnrt.ops.registry import lookup
 from nnrt.ops.support import check_supported
@@ -204,6 +204,38 @@ class OperationStep:
         self.live_after: tuple[int, ...] = ()
 
 
+    def specialized(self, constants: Sequence[Array | None]) -> _Entry | None:
+        """This step as one call on a plan's values (by operand index), with its output's
+        operand index, dtype and dims; None unless it has one fully declared output, every
+        tensor input has fully declared dims (so the binder and the steps before guarantee its
+        shapes), ``prepare`` agrees with the declaration, and the definition specialises.
+        ``constants``: the plan's constant values by operand index."""
+        specialize = self.definition.specialize
+        if self._single is None or specialize is None:
+            return None
+        operands, inputs = self.operands, self.operation.inputs
+        for k in inputs:
+            operand = operands[k]
+            if not (operand.is_omitted or is_scalar(operand.type) or (
+                    operand.dims and all(d > 0 for d in operand.dims))):
+                return None
+        ctx = OperationContext(operands, self.operation, self.index, self.definition,
+                               relaxed=self.relaxed, constant=constants.__getitem__)
+        try:
+            if [tuple(map(int, s)) for s in self.definition.prepare(ctx)] != self._single[2]:
+                return None
+            found = specialize(ctx)
+        except Exception:  # the general kernel runs instead, and reports
+            return None
+        if found is None:
+            return None
+        func, slots = found
+        return _bind_call(func, tuple(inputs[slot] for slot in slots)), *self._output_form()
+
+    def _output_form(self) -> tuple[int, np.dtype[Any], tuple[int, ...]]:
+        assert self._single is not None
+        return self.outputs[0], self._single[0], self._single[1]
+
     def run(self, ctx: _PlanContext) -> list[Array]:
         """Prepare and execute the kernel in ``ctx``; return the checked output arrays.
 
@@ -255,6 +287,31 @@ class OperationStep:
                          f"{declared}", output=slot)
             checked.append(arr)
         return checked
+
+
+#: A specialised step: the call on the plan's values, its output's operand index, dtype, dims.
+_Entry = tuple[Callable[[list[Any]], Any], int, "np.dtype[Any]", tuple[int, ...]]
+
+
+def _bind_call(func: Callable[..., Any], indices: tuple[int, ...]
+               ) -> Callable[[list[Any]], Any]:
+    """``func`` applied to the values at ``indices`` of a plan's value list."""
+    if len(indices) == 1:
+        (i,) = indices
+
+        def call1(values: list[Any]) -> Any:
+            return func(values[i])
+        return call1
+    if len(indices) == 2:
+        i, j = indices
+
+        def call2(values: list[Any]) -> Any:
+            return func(values[i], values[j])
+        return call2
+
+    def call(values: list[Any]) -> Any:
+        return func(*[values[k] for k in indices])
+    return call
 
 
 _MISSING = object()
@@ -400,6 +457,17 @@ class ExecutionPlan:
         #: Each step with its context over the plan's own frame.
         self._pairs = tuple((step, _PlanContext(step, self._frame)) for step in self._steps)
         self._lock = threading.Lock()
+        entries = [entry for step in self._steps
+                   if (entry := step.specialized(constants)) is not None]
+        #: Every step specialised (see :meth:`OperationStep.specialized`): what executions
+        #: without output destinations run; None otherwise.
+        self._program: tuple[_Entry, ...] | None = tuple(entries) if entries and len(
+            entries) == len(self._steps) else None
+
+    @property
+    def specialized(self) -> bool:
+        """Whether executions without output destinations run the specialised kernels."""
+        return self._program is not None
 
     def _set_live_after(self) -> None:
         """Record, on each step producing a model output, the operands needed after it."""
@@ -427,6 +495,10 @@ class ExecutionPlan:
         """
         if len(inputs) != len(self._inputs):
             raise BadData(f"expected {len(self._inputs)} inputs, got {len(inputs)}")
+        if outputs is None and self._program is not None:
+            results = self._run_program(self._program, inputs, check)
+            if results is not None:
+                return results
         dests = None if outputs is None else self._destinations(outputs)
         if self._lock.acquire(False):
             try:
@@ -436,6 +508,41 @@ class ExecutionPlan:
         frame = _Frame()  # another thread runs the plan: contexts of our own
         pairs = tuple((step, _PlanContext(step, frame)) for step in self._steps)
         return self._run(frame, pairs, inputs, check, dests)
+
+    def _run_program(self, program: tuple[_Entry, ...], inputs: Sequence[Array],
+                     check: Callable[[], None] | None) -> list[Array] | None:
+        """Run the specialised kernels in order; None if one raised or returned anything but
+        an ndarray of its output's dtype and dims — the general path then runs the model
+        again, checking and reporting as usual (kernels are pure: nothing to undo)."""
+        values: list[Any] = self._constants.copy()
+        if len(inputs) == 1:  # counts checked already
+            values[self._inputs[0]] = inputs[0]
+        else:
+            for index, value in zip(self._inputs, inputs, strict=True):
+                values[index] = value
+        errors = float_errors_state()
+        if errors is not None:
+            errors.__enter__()
+        try:
+            poll = None  # between operations: from the second on
+            for call, out, dtype, dims in program:
+                if poll is not None:
+                    poll()
+                poll = check
+                try:
+                    arr = call(values)
+                except Exception:  # reported by the general path
+                    return None
+                if arr.__class__ is not np.ndarray or arr.dtype is not dtype or (
+                        arr.shape != dims):
+                    return None
+                values[out] = arr
+        finally:
+            if errors is not None:
+                errors.__exit__(None, None, None)
+        if self._output is not None:
+            return [values[self._output]]
+        return [values[i] for i in self._outputs]
 
     def _destinations(self, outputs: Sequence[Array | None]) -> dict[int, Array] | None:
         """Model output destinations keyed by operand index (the first one, for a repeat)."""

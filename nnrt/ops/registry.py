@@ -20,6 +20,11 @@ registers it::
 known statically (catching shape errors early) and again before every execution. ``execute`` is
 the numpy reference kernel; it runs under ``np.errstate(all="ignore")`` and its results are cast
 to the output operands' dtypes by the interpreter.
+
+An optional ``specialize`` serves operations whose every input shape, type and constant is fixed
+when an execution plan is built: it returns the kernel reduced to one function of the input
+arrays (a ufunc call, say), which the plan then calls without an execution context — computing
+exactly what ``execute`` computes for those facts — or None to keep the general kernel.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OperationDef",
     "Shape",
+    "Specialized",
     "add_definition",
     "definitions",
     "lookup",
@@ -47,6 +53,10 @@ Validate = Callable[["OperationContext"], None]
 Prepare = Callable[["OperationContext"], Sequence[Shape]]
 Execute = Callable[["ExecutionContext"], Sequence[Any]]
 Supports = Callable[["OperationContext"], "str | None"]
+#: A specialised kernel: the function computing output 0 and the input slots whose arrays it
+#: takes, in order.
+Specialized = tuple[Callable[..., Any], tuple[int, ...]]
+Specialize = Callable[["OperationContext"], "Specialized | None"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,11 @@ class OperationDef:
     #: Input names per input count, for ops whose signatures put different operands in the same
     #: slot (e.g. explicit vs implicit padding); counts not listed use ``inputs``.
     signatures: Mapping[int, tuple[str, ...]] | None = None
+    #: Optional: for a one-output operation whose input shapes, types and constants are all
+    #: fixed (a static context, ``shape()`` never ``Unknown`` for its tensors), the kernel as one
+    #: function of the input arrays computing what ``execute`` computes; None when those facts
+    #: need the general kernel (see the module docstring).
+    specialize: Specialize | None = None
 
     def input_name(self, slot: int, n_inputs: int | None = None) -> str | None:
         """The name of input ``slot`` in the signature with ``n_inputs`` inputs, if named."""
