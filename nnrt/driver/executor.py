@@ -54,6 +54,7 @@ class Executor:
         self._deferred: list[PreparedModel] = []
         self._deferred_buffers: list[DeviceBuffer] = []
         self._next_poll = 0.0
+        self._stop_poll = self._should_stop  # one bound method, not one per execute
         #: Set by the service when it is shutting down: the running job stops.
         self.stopping = False
 
@@ -117,7 +118,7 @@ class Executor:
                 destinations = _device_destinations(job, destinations)
             result = job.prepared.execute(inputs, outputs=destinations,
                                           output_sizes=job.output_sizes, deadline=job.deadline,
-                                          should_stop=self._should_stop)
+                                          should_stop=self._stop_poll)
             if job.cancelled:
                 status, body = Status.MISSED_DEADLINE, _cancelled()
             else:

@@ -20,7 +20,7 @@ import anyio
 import msgpack
 
 from nnrt.errors import UnavailableDevice
-from nnrt.ipc.framing import DEFAULT_MAX_FRAME, FrameReader, ProtocolError, encode_frame
+from nnrt.ipc.framing import DEFAULT_MAX_FRAME, HEADER, FrameReader, ProtocolError, encode_frame
 from nnrt.ipc.messages import Status, check_response, error_from
 
 __all__ = ["FramedSocket", "RequestClient"]
@@ -86,7 +86,17 @@ class FramedSocket:
         """Queue ``message`` without waiting (asyncio mode only); False if not possible."""
         if self._loop is None or self.closed:
             return False
-        self._send_frame_coalesced(encode_frame(message, self.max_frame, self._packer))
+        if self._outbox or self._flush_scheduled:  # joins this iteration's send: no frame copy
+            payload = self._packer.pack(message)
+            if len(payload) > self.max_frame:
+                raise ProtocolError(f"frame of {len(payload)} bytes exceeds the maximum "
+                                    f"{self.max_frame}")
+            outbox = self._outbox
+            outbox += HEADER.pack(len(payload))
+            outbox += payload
+            self._schedule_flush()
+        else:
+            self._send_frame_coalesced(encode_frame(message, self.max_frame, self._packer))
         return True
 
     async def send(self, message: Any, fds: Sequence[int] = ()) -> None:

@@ -51,7 +51,7 @@ class _Input:
 class _Output:
     """An output's wire dtype and, when static, its shape and byte size (else (), -1)."""
 
-    __slots__ = ("dtype", "name", "nbytes", "shape", "where", "wire_shape")
+    __slots__ = ("dtype", "head", "name", "nbytes", "shape", "where", "wire_shape")
 
     def __init__(self, j: int, dtype: np.dtype[Any], name: str,
                  shape: tuple[int, ...] | None) -> None:
@@ -59,6 +59,8 @@ class _Output:
         self.name = name
         self.shape = shape or ()
         self.wire_shape = None if shape is None else list(shape)
+        #: ``[name, shape]``: what a reply's tensor starts with in the fast form.
+        self.head = [name, self.wire_shape]
         self.nbytes = -1 if shape is None else math.prod(shape) * dtype.itemsize
         self.where = _OUTPUT[j] if j < len(_OUTPUT) else f"output {j}"
 
@@ -105,7 +107,7 @@ class InlineCodec:
         if specs is None or len(inputs) != len(specs):
             return None
         tensors = []
-        for spec, value in zip(specs, inputs, strict=True):
+        for spec, value in zip(specs, inputs):  # noqa: B905 - lengths compared above
             if (value.__class__ is not np.ndarray or value.base is not None
                     or value.dtype is not spec.dtype or value.shape != spec.shape):
                 return None
@@ -120,9 +122,9 @@ class InlineCodec:
         if raw.__class__ is not list or len(raw) != len(specs):
             raise ProtocolError("execute reply has the wrong number of outputs")
         results = []
-        for spec, value in zip(specs, raw, strict=True):
-            if (value.__class__ is list and len(value) == 3 and value[0] == spec.name
-                    and value[1] == spec.wire_shape and value[2].__class__ is bytes
+        for spec, value in zip(specs, raw):  # noqa: B905 - lengths compared above
+            if (value.__class__ is list and len(value) == 3 and value[:2] == spec.head
+                    and value[2].__class__ is bytes
                     and len(value[2]) == spec.nbytes):  # the declared static shape
                 results.append(np.ndarray(spec.shape, spec.dtype, bytearray(value[2])))
                 continue

@@ -434,7 +434,9 @@ class CompiledModel:
         if self._steps is not None:
             return await run_plan(self, self._steps, inputs, outputs, timeout, copy)
         runtime = self.runtime
-        backend = runtime._require_backend()
+        backend = runtime._backend
+        if backend is None:
+            backend = runtime._require_backend()  # raises, saying why
         memory = runtime.memory
         if memory._released:
             memory.flush()
@@ -442,7 +444,7 @@ class CompiledModel:
             tensors = self._inline.encode(inputs)
             if tensors is not None:  # the common small request: everything inline both ways
                 reply = await backend.execute(self.ref, tensors, None, self.priority,
-                                              _deadline(timeout))
+                                              None if timeout is None else _deadline(timeout))
                 return self._inline.decode(reply)
         inputs, devices = _scan(inputs, outputs)
         fallbacks: dict[int, DeviceMemory] = {}
