@@ -16,17 +16,10 @@ from nnrt.runtime.inline import InlineCodec
 
 
 def _model(dynamic_output: bool = False) -> nnrt.Model:
-    m = nnrt.Model()
-    x = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (2, 3))
-    c = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (1, 3))
-    act = m.add_operand(nnrt.OperandType.INT32)
-    out = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (0, 3) if dynamic_output else (2, 3))
-    m.set_operand_value(c, np.ones((1, 3), np.float32))
-    m.set_operand_value(act, nnrt.FusedActivation.NONE)
-    m.add_operation(nnrt.OperationType.ADD, [x, c, act], [out])
-    m.identify_inputs_and_outputs([x], [out])
-    m.finish()
-    return m
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (0 if dynamic_output else 2, 3))  # 0: rows known when it runs
+    b.output(b.add(x, np.ones((1, 3), np.float32)))
+    return b.build()
 
 
 def test_exact_arrays_take_the_fast_form() -> None:
