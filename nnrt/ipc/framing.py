@@ -25,6 +25,7 @@ __all__ = [
     "FrameReader",
     "ProtocolError",
     "encode_frame",
+    "pack_payload",
     "send_frame",
 ]
 
@@ -55,11 +56,19 @@ def encode_frame(message: Any, max_frame: int = DEFAULT_MAX_FRAME,
 
     ``packer`` (``use_bin_type=True``), reused by one connection, spares making one per frame.
     """
+    payload = pack_payload(message, max_frame, packer)
+    return HEADER.pack(len(payload)) + payload
+
+
+def pack_payload(message: Any, max_frame: int = DEFAULT_MAX_FRAME,
+                 packer: msgpack.Packer | None = None) -> bytes:
+    """The msgpack payload of a frame holding ``message`` (without its length header);
+    ``ProtocolError`` if it exceeds ``max_frame``."""
     payload: bytes = (msgpack.packb(message, use_bin_type=True) if packer is None
                       else packer.pack(message))
     if len(payload) > max_frame:
         raise ProtocolError(f"frame of {len(payload)} bytes exceeds the maximum {max_frame}")
-    return HEADER.pack(len(payload)) + payload
+    return payload
 
 
 def send_frame(sock: socket.socket, frame: bytes, fds: Sequence[int] = ()) -> None:

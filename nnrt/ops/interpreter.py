@@ -210,8 +210,8 @@ class OperationStep:
         tensor input has fully declared dims (so the binder and the steps before guarantee its
         shapes), ``prepare`` agrees with the declaration, and the definition specialises.
         ``constants``: the plan's constant values by operand index."""
-        specialize = self.definition.specialize
-        if self._single is None or specialize is None:
+        specialize, single = self.definition.specialize, self._single
+        if single is None or specialize is None:
             return None
         operands, inputs = self.operands, self.operation.inputs
         for k in inputs:
@@ -222,7 +222,7 @@ class OperationStep:
         ctx = OperationContext(operands, self.operation, self.index, self.definition,
                                relaxed=self.relaxed, constant=constants.__getitem__)
         try:
-            if [tuple(map(int, s)) for s in self.definition.prepare(ctx)] != self._single[2]:
+            if [tuple(map(int, s)) for s in self.definition.prepare(ctx)] != single[2]:
                 return None
             found = specialize(ctx)
         except Exception:  # the general kernel runs instead, and reports
@@ -230,11 +230,8 @@ class OperationStep:
         if found is None:
             return None
         func, slots = found
-        return _bind_call(func, tuple(inputs[slot] for slot in slots)), *self._output_form()
-
-    def _output_form(self) -> tuple[int, np.dtype[Any], tuple[int, ...]]:
-        assert self._single is not None
-        return self.outputs[0], self._single[0], self._single[1]
+        return (_bind_call(func, tuple(inputs[slot] for slot in slots)), self.outputs[0],
+                single[0], single[1])
 
     def run(self, ctx: _PlanContext) -> list[Array]:
         """Prepare and execute the kernel in ``ctx``; return the checked output arrays.

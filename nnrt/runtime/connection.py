@@ -20,7 +20,14 @@ import anyio
 import msgpack
 
 from nnrt.errors import UnavailableDevice
-from nnrt.ipc.framing import DEFAULT_MAX_FRAME, HEADER, FrameReader, ProtocolError, encode_frame
+from nnrt.ipc.framing import (
+    DEFAULT_MAX_FRAME,
+    HEADER,
+    FrameReader,
+    ProtocolError,
+    encode_frame,
+    pack_payload,
+)
 from nnrt.ipc.messages import Status, check_response, error_from
 
 __all__ = ["FramedSocket", "RequestClient"]
@@ -87,10 +94,7 @@ class FramedSocket:
         if self._loop is None or self.closed:
             return False
         if self._outbox or self._flush_scheduled:  # joins this iteration's send: no frame copy
-            payload = self._packer.pack(message)
-            if len(payload) > self.max_frame:
-                raise ProtocolError(f"frame of {len(payload)} bytes exceeds the maximum "
-                                    f"{self.max_frame}")
+            payload = pack_payload(message, self.max_frame, self._packer)
             outbox = self._outbox
             outbox += HEADER.pack(len(payload))
             outbox += payload
