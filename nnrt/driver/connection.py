@@ -81,6 +81,8 @@ class Connection:
         self.out = bytearray()
         #: Whether the ``hello`` handshake succeeded.
         self.greeted = False
+        #: Whether the client asked for load reports in its ``hello``.
+        self.load_reports = False
         #: Whether the connection ends once the output buffer is flushed (nothing more is read).
         self.closing = False
         self.closed = False

@@ -100,6 +100,8 @@ class RequestHandlers:
             conn.closing = True
             return
         conn.greeted = True
+        if body.get("load_reports", False):
+            conn.load_reports = self._service.reporting = True
         conn.peer = f"{conn.peer} ({body['client']})"
         conn.respond(request_id, Status.OK,
                      {"protocol": PROTOCOL_VERSION, "driver": self._info, "pid": self._pid,

@@ -30,10 +30,11 @@ from nnrt.driver.base import Driver
 from nnrt.driver.connection import Connection
 from nnrt.driver.executor import Executor
 from nnrt.driver.listener import UnixListener
+from nnrt.driver.load import LoadMeter
 from nnrt.driver.requests import RequestHandlers
 from nnrt.errors import BadData, NnrtError
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, ProtocolError
-from nnrt.ipc.messages import check_request, encode_error
+from nnrt.ipc.messages import LOAD_REPORT_ID, Status, check_request, encode_error
 
 __all__ = ["DEFAULT_POLL_WINDOW", "MAX_CONNECTIONS", "MAX_POLL_WINDOW", "Service"]
 
@@ -94,6 +95,10 @@ class Service:
         self._stopping = False
         self._closed = False
         self._requests = RequestHandlers(self, driver)
+        #: CPU and executes since the last load report.
+        self._meter = LoadMeter(time.monotonic())
+        #: Whether a client asked for load reports (set by its ``hello``; stays set).
+        self.reporting = False
 
     # -- setting up ----------------------------------------------------------------------------
 
@@ -124,29 +129,37 @@ class Service:
     def run(self) -> None:
         """Serve until :meth:`request_stop`, or until the last connection ends (no listener)."""
         select, executor, window = self._selector.select, self.executor, self.poll_window
+        monotonic, cpu, meter = time.monotonic, time.process_time, self._meter
         polling_until = 0.0
         while not self._stopping and (self._listener is not None or self._connections):
             if executor.pending:
                 events = select(0)
-            elif window and time.monotonic() < polling_until:
+            elif window and monotonic() < polling_until:
                 events = select(0)  # the polling window: no sleep, no wake-up to pay
                 if not events:
                     os.sched_yield()  # let a process sharing this CPU run (the client)
                     continue
             else:
                 events = select(None)
+            started = cpu()
             for key, mask in events:
                 self._on_event(key.data, mask)
             if executor.pending and not self._stopping:
                 # Run queued executes for a short while before answering: responses then leave
                 # in one send per connection (many small requests in flight), while a lone
                 # request is answered right after it ran.
-                until = time.monotonic() + BATCH_SECONDS
-                while executor.run_next() and not self._stopping:
-                    if time.monotonic() >= until:
+                until = monotonic() + BATCH_SECONDS
+                ran = 0
+                while executor.run_next():
+                    ran += 1
+                    if self._stopping or monotonic() >= until:
                         break
-                polling_until = time.monotonic() + window
+                meter.executes += ran
+                polling_until = monotonic() + window
             self._flush()
+            meter.busy += cpu() - started
+            if self.reporting and meter.due(now := monotonic()):
+                self._report(meter.take(now))
 
     def _on_event(self, data: Any, mask: int) -> None:
         if data is _LISTENER:
@@ -258,6 +271,15 @@ class Service:
                 self._events[conn] = wanted
                 self._selector.modify(conn.fileno, wanted, conn)
         dirty.clear()
+
+    def _report(self, load: list[float | int]) -> None:
+        """Send a load report to every connection that asked for them."""
+        body = {"load": load}
+        for conn in self._connections.values():
+            if conn.load_reports and not conn.closing:
+                conn.respond(LOAD_REPORT_ID, Status.OK, body)
+                self._dirty.add(conn)
+        self._flush()
 
     def _poll(self) -> None:
         """While an execute runs: serve what the sockets have, without blocking."""

@@ -1,4 +1,4 @@
-"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 3).
+"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 4).
 
 A request is ``[request_id, verb, body]`` and a response ``[request_id, status, body]``: ids
 are positive ints chosen by the requester, verbs short strings, bodies maps of str to plain
@@ -13,6 +13,10 @@ Version 2 added shared memory pools: the ``map`` / ``unmap`` verbs, tensor refer
 ``outputs`` field, and outputs written into a pool answered as ``[dtype, shape]``.
 Version 3 added driver-managed device buffers: the ``allocate`` / ``free`` / ``copy_from`` /
 ``copy_to`` verbs and ``["device", token]`` among an execute's ``inputs`` and ``outputs``.
+Version 4 added load reports: a client whose ``hello`` sets ``load_reports`` receives, while the
+worker is busy, ``[0, 0, {"load": [span, busy, executes]}]`` every few milliseconds (id 0 is
+never a request's): the seconds since its previous report, the CPU seconds it spent serving in
+them, and the executes it ran (see :func:`check_load_report`).
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ __all__ = [
     "DEVICE",
     "PROTOCOL_VERSION",
     "REQUEST_SCHEMAS",
+    "LOAD_REPORT_ID",
     "Status",
+    "check_load_report",
     "check_request",
     "check_response",
     "TensorRef",
@@ -55,7 +61,9 @@ __all__ = [
     "error_from",
 ]
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
+#: The id of a worker's load report (never a request's: request ids are positive).
+LOAD_REPORT_ID = 0
 #: The tag of a device-buffer argument ``["device", token]`` in an execute.
 DEVICE = "device"
 _MAX_ID = 2**53
@@ -93,7 +101,8 @@ _OPT_NUM = (int, float, type(None))
 _OPT_LIST = (list, type(None))
 
 REQUEST_SCHEMAS: dict[str, Schema] = {
-    "hello": {"protocol": (_INT, True), "client": (_STR, True), "pid": (_INT, False)},
+    "hello": {"protocol": (_INT, True), "client": (_STR, True), "pid": (_INT, False),
+              "load_reports": (_BOOL, False)},
     "ping": {},
     "info": {},
     "supported": {"model": (_MAP, True), "device": (_STR, False)},
@@ -157,17 +166,45 @@ def check_request(message: Any) -> tuple[int, str, dict[str, Any]]:
 
 
 def check_response(message: Any) -> tuple[int, int, dict[str, Any]]:
-    """Validate a response's envelope (bodies are checked by whoever reads them)."""
+    """Validate a response's envelope (bodies are checked by whoever reads them).
+
+    Id 0 (:data:`LOAD_REPORT_ID`) passes: it is a load report, whose body the reader checks
+    with :func:`check_load_report`.
+    """
     if message.__class__ is not list or len(message) != 3:  # exact classes: what msgpack makes
         raise ProtocolError("a response must be [id, status, body]")
     request_id, status, body = message
-    if request_id.__class__ is not int or not 0 < request_id < _MAX_ID:  # (bool is not int)
+    if request_id.__class__ is not int or not 0 <= request_id < _MAX_ID:  # (bool is not int)
         raise ProtocolError(f"bad response id {describe(request_id)}")
     if status.__class__ is not int or not 0 <= status < 64:
         raise ProtocolError(f"bad status {describe(status)}")
     if body.__class__ is not dict:
         raise ProtocolError("response body must be a map")
     return request_id, status, body
+
+
+#: Longest span a load report may cover (a worker asleep for days reports once it wakes).
+_MAX_SPAN = 1e9
+
+
+def check_load_report(status: int, body: dict[str, Any]) -> tuple[float, float, int]:
+    """``(span, busy, executes)`` of a load report body ``{"load": [span, busy, executes]}``.
+
+    ``span`` (seconds the report covers) must be positive, ``busy`` (CPU seconds spent serving
+    in that span; more than ``span`` when the driver runs threads) and ``executes`` (executes
+    run) non-negative; numbers finite. Anything else is a :class:`ProtocolError`.
+    """
+    load = body.get("load") if status == Status.OK and len(body) == 1 else None
+    if load.__class__ is not list or len(load) != 3:
+        raise ProtocolError("a load report must be [0, 0, {\"load\": [span, busy, executes]}]")
+    span, busy, executes = load
+    if not (span.__class__ in (int, float) and busy.__class__ in (int, float)
+            and executes.__class__ is int):
+        raise ProtocolError("load report fields must be numbers (span, busy) and an int")
+    if not (0 < span <= _MAX_SPAN and 0 <= busy <= span * 4096 and 0 <= executes < _MAX_ID):
+        raise ProtocolError(f"load report out of range: span {span!r:.20}, busy {busy!r:.20}, "
+                            f"executes {executes!r:.20}")
+    return float(span), float(busy), executes
 
 
 # -- tensors ------------------------------------------------------------------------------------

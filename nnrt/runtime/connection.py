@@ -28,7 +28,13 @@ from nnrt.ipc.framing import (
     encode_frame,
     pack_payload,
 )
-from nnrt.ipc.messages import Status, check_response, error_from
+from nnrt.ipc.messages import (
+    LOAD_REPORT_ID,
+    Status,
+    check_load_report,
+    check_response,
+    error_from,
+)
 
 __all__ = ["FramedSocket", "RequestClient"]
 
@@ -272,6 +278,9 @@ class RequestClient:
         self.abandoned: dict[int, float] = {}
         #: Notifications waiting for a send (backends without the asyncio fast path).
         self._notes: list[list[Any]] = []
+        #: Called with ``(span, busy, executes)`` for each load report of the worker (asked
+        #: for in ``hello``); while None, a load report is a protocol error.
+        self.on_load_report: Callable[[float, float, int], None] | None = None
 
     @property
     def in_flight(self) -> int:
@@ -343,12 +352,20 @@ class RequestClient:
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
         waiter = self._pending.pop(request_id, None)
-        if waiter is None:  # the worker finished (or stopped) a request we gave up on
-            self.abandoned.pop(request_id, None)
+        if waiter is None:
+            if request_id == LOAD_REPORT_ID:
+                self._on_load_report(status, body)
+            else:  # the worker finished (or stopped) a request we gave up on
+                self.abandoned.pop(request_id, None)
         elif isinstance(waiter, _Pending):
             _resolve(waiter, status, body)
         elif not waiter.done():  # _resolve inlined: once per response
             waiter.set_result((status, body))
+
+    def _on_load_report(self, status: int, body: dict[str, Any]) -> None:
+        if self.on_load_report is None:
+            raise ProtocolError("the worker sent a load report nobody asked for")
+        self.on_load_report(*check_load_report(status, body))
 
     def _fail_all(self, reason: str) -> None:
         self.lost = reason

@@ -4,6 +4,11 @@ A slot supervises one worker process: it spawns it, says hello, serves requests 
 ``RequestClient``, and when the worker dies (even by SIGKILL) it fails that worker's in-flight
 requests with ``UnavailableDevice``, reaps it and starts a new one. Prepared models are
 (re-)prepared on a worker lazily, the first time a request for them is routed there.
+
+Routing: a request goes to the least-loaded worker with room, except while the pool *packs*
+light traffic onto its first worker (:mod:`nnrt.runtime.steering`, which the pool's steering
+task keeps deciding by trying both): then the first worker takes every request whose wait
+there stays short, as its load reports (:mod:`nnrt.driver.load`) tell.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from nnrt.runtime.cache import StepCache
 from nnrt.runtime.connection import FramedSocket, RequestClient
 from nnrt.runtime.process import WorkerProcess
 from nnrt.runtime.sharing import PoolSharing
+from nnrt.runtime.steering import MIN_COMPLETIONS, SETTLE, WINDOW, Steering, pack_limit
 from nnrt.runtime.transfer import PoolSource
 
 __all__ = ["DEFAULT_MAX_QUEUE", "PreparedKey", "WorkerPool", "WorkerSlot"]
@@ -69,6 +75,20 @@ class WorkerSlot:
         self._preparing: dict[int, anyio.Event] = {}
         #: The pools shared with the current worker.
         self.sharing = PoolSharing()
+        #: CPU seconds per execute in the worker's last load report that ran executes (0: no
+        #: report yet), and how many requests in flight it may hold and take one more while the
+        #: pool packs (:func:`~nnrt.runtime.steering.pack_limit`).
+        self.service_time = 0.0
+        self.pack_limit = 0
+        #: Executes this slot's workers said they ran (load reports; all workers so far).
+        self.executes = 0
+
+    def on_load_report(self, span: float, busy: float, executes: int) -> None:
+        """Take a load report of this slot's worker (``RequestClient.on_load_report``)."""
+        if executes:
+            self.executes += executes
+            self.service_time = busy / executes
+            self.pack_limit = pack_limit(self.service_time, self.pool.max_in_flight)
 
     @property
     def alive(self) -> bool:
@@ -116,11 +136,14 @@ class WorkerSlot:
     async def _serve_one(self, on_started: Callable[[], None]) -> None:
         process = await WorkerProcess.spawn(self.pool.driver, self.pool.poll_window)
         client = RequestClient(FramedSocket(process.sock))
+        self.service_time, self.pack_limit = 0.0, 0  # the new worker has reported nothing
+        client.on_load_report = self.on_load_report
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(client.run)
                 hello = await client.request(
-                    "hello", {"protocol": PROTOCOL_VERSION, "client": "nnrt", "pid": os.getpid()})
+                    "hello", {"protocol": PROTOCOL_VERSION, "client": "nnrt", "pid": os.getpid(),
+                              "load_reports": True})
                 self.info = DriverInfo.from_wire(hello.get("driver"))
                 self.cache_files = _cache_files(hello.get("cache_files"), self.info.name)
                 self._handles.clear()
@@ -311,6 +334,10 @@ class WorkerPool:
         self._waiters: list[tuple[int, int, _Waiter]] = []
         self._seq = itertools.count()
         self._listeners: list[Callable[[], None]] = []
+        #: Whether light traffic is packed onto the first worker, decided by trying.
+        self.steering = Steering()
+        #: The slot that takes the requests packing allows (None: none, spread by load).
+        self.packed: WorkerSlot | None = self.slots[0] if workers > 1 else None
 
     @property
     def max_queue(self) -> int:
@@ -349,6 +376,43 @@ class WorkerPool:
             for slot in self.slots:
                 starting.start_soon(self._start_slot, tg, slot)
         tg.start_soon(self._watchdog)
+        if len(self.slots) > 1:
+            tg.start_soon(self._steer)
+
+    async def _steer(self) -> None:
+        """Keep deciding whether to pack (see :mod:`nnrt.runtime.steering`): windows of the
+        current mode, now and then one of the other between two of the current."""
+        steering, idle = self.steering, WINDOW
+        while not self.closing:
+            before = await self._rate()
+            if before is None:  # too little traffic to compare anything: look again later
+                idle = min(idle * 2, 1.0)
+                await anyio.sleep(idle)
+                continue
+            idle = WINDOW
+            if not steering.trial_due(time.monotonic()) or self.slots[0].pack_limit == 0:
+                continue  # (a model packing never applies to: nothing to try)
+            self._pack(not steering.packing)
+            try:
+                await anyio.sleep(SETTLE)  # what was sent in the other mode finishes first
+                trial = await self._rate()
+            finally:
+                self._pack(steering.packing)
+            await anyio.sleep(SETTLE)
+            after = await self._rate()
+            if trial is not None and after is not None:
+                steering.decide(before, trial, after, time.monotonic())
+                self._pack(steering.packing)
+
+    async def _rate(self) -> float | None:
+        """Requests finished per second over one window (None: fewer than can be compared)."""
+        count, start = self.completed + self.failed, time.monotonic()
+        await anyio.sleep(WINDOW)
+        count = self.completed + self.failed - count
+        return count / (time.monotonic() - start) if count >= MIN_COMPLETIONS else None
+
+    def _pack(self, packing: bool) -> None:
+        self.packed = self.slots[0] if packing else None
 
     async def _watchdog(self) -> None:
         """Kill a worker stuck inside one operation long after its execution was cancelled.
@@ -402,7 +466,12 @@ class WorkerPool:
             waiter.event.set()
 
     def _free_slot(self) -> WorkerSlot | None:
-        """The least-loaded live slot with room (``alive`` and ``load`` inlined: per request)."""
+        """The packed slot while the wait there stays short (see :meth:`_steer`), else the
+        least-loaded live slot with room (``alive`` and ``load`` inlined: per request)."""
+        packed = self.packed
+        if packed is not None and (client := packed.client) is not None and client.lost is None \
+                and packed.in_flight + len(client.abandoned) < packed.pack_limit:
+            return packed
         best: WorkerSlot | None = None
         best_load = self.max_in_flight
         for slot in self.slots:

@@ -25,6 +25,8 @@ from frame_fuzzer import (
 from fuzz_kit import PROFILE, count
 from hostile import deep_list
 
+from nnrt.ipc.messages import PROTOCOL_VERSION
+
 CI_CASES = 10000 if PROFILE == "long" else 400
 
 
@@ -63,7 +65,7 @@ def _send_frame(target: Target, message: object, greet: bool = True) -> None:
     conn = Conn(target.path)
     try:
         if greet:
-            conn.call("hello", {"protocol": 3, "client": "fuzz"})
+            conn.call("hello", {"protocol": PROTOCOL_VERSION, "client": "fuzz"})
         payload = msgpack.packb(message, use_bin_type=True)
         conn.send(HEADER.pack(len(payload)) + payload)
         # closed (even before the ping is sent): fine, as long as the process lives (checked
@@ -120,7 +122,7 @@ def test_malformed_inline_inputs_through_serve_keep_the_worker() -> None:
             for tensor in MALFORMED:
                 conn = Conn(serve.path)
                 try:
-                    conn.call("hello", {"protocol": 3, "client": "fuzz"})
+                    conn.call("hello", {"protocol": PROTOCOL_VERSION, "client": "fuzz"})
                     status, body = conn.call("compile", {"model": _add_wire()})
                     assert status == 0, body
                     conn.call("execute", {"handle": body["handle"], "inputs": [tensor]})
@@ -148,7 +150,7 @@ def test_nan_deadline_through_serve_is_bad_data() -> None:
             Target("serve", workdir) as serve:
         conn = Conn(serve.path)
         try:
-            conn.call("hello", {"protocol": 3, "client": "fuzz"})
+            conn.call("hello", {"protocol": PROTOCOL_VERSION, "client": "fuzz"})
             status, body = conn.call("compile", {"model": _add_wire()})
             assert status == 0, body
             status, body = conn.call("execute", {

@@ -25,6 +25,8 @@ from fuzz_kit import budget, count
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nnrt.ipc.messages import PROTOCOL_VERSION
+
 SIZE = 4096
 FILE_OFFSET = 100
 FILE_SIZE = 1000
@@ -63,7 +65,7 @@ class Pools:
     def connect(self) -> None:
         self.conn = Conn(self.target.path)
         conn = self.conn
-        assert conn.call("hello", {"protocol": 3, "client": "fuzz"})[0] == 0
+        assert conn.call("hello", {"protocol": PROTOCOL_VERSION, "client": "fuzz"})[0] == 0
         status, body = conn.call("prepare", {"model": SEED_MODELS[0]})
         assert status == 0, body
         self.handle = body["handle"]
