@@ -41,7 +41,8 @@ from nnrt.runtime.sharing import PoolSharing
 from nnrt.runtime.steering import MIN_COMPLETIONS, SETTLE, WINDOW, Steering, pack_limit
 from nnrt.runtime.transfer import PoolSource
 
-__all__ = ["DEFAULT_MAX_QUEUE", "PreparedKey", "WorkerPool", "WorkerSlot"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "DEFAULT_MAX_QUEUE", "PreparedKey", "WorkerPool",
+           "WorkerSlot"]
 
 log = logging.getLogger("nnrt.runtime")
 
@@ -50,6 +51,11 @@ MAX_START_FAILURES = 3
 
 #: Requests that may wait for a worker of one driver (beyond: ``ResourceExhausted``).
 DEFAULT_MAX_QUEUE = 10_000
+
+#: Requests sent to one worker and not yet answered, at most, by default. Requests beyond it
+#: wait in the pool's priority queue, which costs the client a task switch each: with 64 tiny
+#: requests in flight on one worker, a bound of 16 gave ~70k executes/s and 64 ~125k.
+DEFAULT_MAX_IN_FLIGHT = 64
 
 #: A compiled model as the pool knows it: (key, prepare request body, the pools holding its
 #: constants — mapped on a worker before the model is prepared there).
@@ -306,7 +312,8 @@ class WorkerPool:
     ``ResourceExhausted`` (transient) rather than queued: memory stays bounded under a flood.
     """
 
-    def __init__(self, driver: str, workers: int, *, max_in_flight: int = 16,
+    def __init__(self, driver: str, workers: int, *,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                  cancel_grace: float = 5.0, max_queue: int = DEFAULT_MAX_QUEUE,
                  poll_window: float | None = None) -> None:
         self.driver = driver

@@ -38,7 +38,7 @@ from nnrt.runtime.inline import InlineCodec, inline_tensors
 from nnrt.runtime.memories import MemoryManager
 from nnrt.runtime.placement import PlacementReport
 from nnrt.runtime.plan import Plan
-from nnrt.runtime.pool import DEFAULT_MAX_QUEUE
+from nnrt.runtime.pool import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUE
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.stepper import run_plan
 from nnrt.runtime.transfer import PoolSource, Transfer
@@ -129,7 +129,7 @@ class Runtime:
 
     def __init__(self, *, drivers: Sequence[str] = ("reference",),
                  workers: int | Mapping[str, int] | None = None, connect: str | None = None,
-                 max_in_flight: int = 16, cancel_grace: float = 5.0,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, cancel_grace: float = 5.0,
                  arena_limit: int = DEFAULT_ARENA_LIMIT,
                  max_queue: int = DEFAULT_MAX_QUEUE,
                  poll_window: float = DEFAULT_POLL_WINDOW) -> None:

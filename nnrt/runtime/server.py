@@ -34,7 +34,7 @@ from nnrt.runtime.clients import (
     peer_credentials,
 )
 from nnrt.runtime.compiler import FALLBACK_DRIVER
-from nnrt.runtime.pool import DEFAULT_MAX_QUEUE
+from nnrt.runtime.pool import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUE
 from nnrt.runtime.session import Session
 
 __all__ = ["ClientLimits", "PeerCredentials", "peer_credentials", "serve"]
@@ -65,7 +65,8 @@ def _is_socket(path: str) -> bool:
 
 
 async def serve(path: str, *, drivers: Sequence[str] = ("reference",),
-                workers: dict[str, int] | None = None, max_in_flight: int = 16,
+                workers: dict[str, int] | None = None,
+                max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                 ready: Callable[[], None] | None = None, limits: ClientLimits | None = None,
                 max_queue: int = DEFAULT_MAX_QUEUE) -> None:
     """Run the pools and accept clients on ``path`` until SIGTERM / SIGINT or cancellation.

@@ -33,7 +33,7 @@ import nnrt
 from nnrt.errors import BadData, DeadlineMissed, ResourceExhausted
 from nnrt.ipc.framing import FrameReader, encode_frame
 from nnrt.ipc.messages import PROTOCOL_VERSION, Status
-from nnrt.runtime.pool import WorkerPool
+from nnrt.runtime.pool import DEFAULT_MAX_IN_FLIGHT, WorkerPool
 
 pytestmark = pytest.mark.anyio
 
@@ -339,12 +339,13 @@ async def _high_under_flood(path: str, lows: int, highs: int, model: nnrt.Model,
 
 
 def test_high_priority_overtakes_a_low_priority_flood(tmp_path: Path) -> None:
-    """One worker, 16 requests in flight on it, ~48 LOW requests queued in the service: each
-    HIGH request completes after at most the LOW one that frees a slot for it and the one the
-    worker is running then (plus one whose reply crosses ours) — never after the queue."""
+    """One worker, 64 LOW requests in flight on it (the default bound), ~190 more queued in the
+    service: each HIGH request completes after at most the LOW one that frees a slot for it and
+    the one the worker is running then (plus one whose reply crosses ours) — never after the
+    queue, neither the service's nor the worker's own."""
     model = busy_model(256, 4)
     with limited_service(str(tmp_path), workers=1) as service:
-        counts = anyio.run(_high_under_flood, service.path, 64, 3, model)
+        counts = anyio.run(_high_under_flood, service.path, 4 * DEFAULT_MAX_IN_FLIGHT, 3, model)
     assert max(counts) <= 4, counts
 
 
