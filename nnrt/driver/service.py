@@ -13,6 +13,8 @@ same way): a request arriving within the window is read at once instead of wakin
 process, which on a virtual machine costs tens to hundreds of microseconds.
 A connection that breaks the protocol is closed; the others keep being served. Responses are
 buffered per connection and sent once per loop iteration, never blocking on a slow reader.
+Connections whose ``hello`` asked for them also get a load report every few milliseconds while
+the loop is busy (:mod:`nnrt.driver.load`): the CPU it spent serving, never its polling.
 """
 
 from __future__ import annotations
