@@ -257,7 +257,7 @@ class EmbeddedBackend:
             name: PoolStatistics(name, len(p.slots), sum(s.alive for s in p.slots),
                                  p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts,
                                  p.allocate_fallbacks, p.cache_hits, p.cache_misses,
-                                 p.cache_load_failures)
+                                 p.cache_load_failures, p.packed is not None)
             for name, p in self.pools.items()})
 
     def device_names(self) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["PoolStatistics", "RuntimeStatistics"]
 
@@ -27,6 +27,9 @@ class PoolStatistics:
     cache_misses: int = 0
     #: Cache loads the driver rejected (corrupt, stale, unreadable): compiled again instead.
     cache_load_failures: int = 0
+    #: Whether light requests go to the first worker right now rather than to the least-loaded
+    #: one (the pool decides by trying both; see ``nnrt.runtime.steering``).
+    packing: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class RuntimeStatistics:
         """Plain data for the wire."""
         return {name: [p.driver, p.workers, p.workers_alive, p.queue_depth, p.in_flight,
                        p.completed, p.failed, p.restarts, p.allocate_fallbacks, p.cache_hits,
-                       p.cache_misses, p.cache_load_failures]
+                       p.cache_misses, p.cache_load_failures, int(p.packing)]
                 for name, p in self.pools.items()}
 
     @classmethod
@@ -83,8 +86,9 @@ class RuntimeStatistics:
         pools: dict[str, PoolStatistics] = {}
         if isinstance(data, dict):
             for name, row in data.items():
-                if (isinstance(name, str) and isinstance(row, list) and len(row) == 12
+                if (isinstance(name, str) and isinstance(row, list) and len(row) == 13
                         and isinstance(row[0], str)
                         and all(isinstance(v, int) and not isinstance(v, bool) for v in row[1:])):
-                    pools[name] = PoolStatistics(row[0], *row[1:])
+                    pools[name] = replace(PoolStatistics(row[0], *row[1:12]),
+                                          packing=row[12] == 1)
         return cls(pools)

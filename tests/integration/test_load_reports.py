@@ -213,7 +213,19 @@ async def test_a_packing_pool_sends_light_traffic_to_its_first_worker() -> None:
         await anyio.sleep(3 * REPORT_INTERVAL)
         await compiled.execute([X])  # its worker's report now includes everything before
         assert second.executes == before
-        assert pool.steering.packing
+        assert rt.statistics().pools["reference"].packing
+
+
+@pytest.mark.anyio
+async def test_a_single_worker_pool_neither_packs_nor_steers() -> None:
+    async with nnrt.Runtime(workers=1) as rt:
+        pool = _pool(rt)
+        compiled = await rt.compile(add_model())
+        async with anyio.create_task_group() as tg:
+            for _ in range(16):
+                tg.start_soon(compiled.execute, [X])
+        assert pool.packed is None and not rt.statistics().pools["reference"].packing
+        assert pool.steering.trials == 0
 
 
 @pytest.mark.anyio
@@ -223,6 +235,7 @@ async def test_a_pool_that_spreads_uses_every_worker() -> None:
         pool.steering.next_trial = float("inf")
         pool.steering.packing = False
         pool.packed = None
+        assert not rt.statistics().pools["reference"].packing
         compiled = await rt.compile(add_model())
 
         async def task() -> None:
