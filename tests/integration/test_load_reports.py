@@ -196,8 +196,9 @@ async def test_a_packing_pool_sends_light_traffic_to_its_first_worker() -> None:
         pool.steering.next_trial = float("inf")  # no trials: the default mode, packing, stays
         compiled = await rt.compile(add_model())
         first, second = pool.slots
-        while first.pack_limit == 0:  # until the first worker's cost per execute is known
-            await compiled.execute([X])
+        with anyio.fail_after(10):  # until the first worker's cost per execute is known
+            while first.pack_limit == 0:
+                await compiled.execute([X])
         assert 0 < first.service_time <= PACK_MAX_SERVICE
         assert first.pack_limit == min(16, int(PACK_DELAY / first.service_time))
         before = second.executes
@@ -300,8 +301,9 @@ async def test_a_restarted_first_worker_is_not_packed_onto_before_it_reports() -
         pool = _pool(rt)
         pool.steering.next_trial = float("inf")
         compiled = await rt.compile(add_model())
-        while pool.slots[0].pack_limit == 0:
-            await compiled.execute([X])
+        with anyio.fail_after(10):
+            while pool.slots[0].pack_limit == 0:
+                await compiled.execute([X])
         pool.slots[0].kill()
         await _until(lambda: pool.restarts >= 1 and pool.slots[0].alive)
         assert pool.slots[0].service_time == 0.0 and pool.slots[0].pack_limit == 0
