@@ -419,7 +419,13 @@ class WorkerPool:
         return count / (time.monotonic() - start) if count >= MIN_COMPLETIONS else None
 
     def _pack(self, packing: bool) -> None:
-        self.packed = self.slots[0] if packing else None
+        self.packed = self.slots[0] if packing and len(self.slots) > 1 else None
+
+    def fix_packing(self, packing: bool | None) -> None:
+        """Always pack light traffic (True), never (False), or decide by trying (None, the
+        default): for benchmarks and for callers who want routing that never changes."""
+        self.steering.fix(packing)
+        self._pack(self.steering.packing)
 
     async def _watchdog(self) -> None:
         """Kill a worker stuck inside one operation long after its execution was cancelled.

@@ -69,7 +69,7 @@ class Steering:
     stealing time from the other windows).
     """
 
-    __slots__ = ("interval", "next_trial", "packing", "switches", "trials", "wins")
+    __slots__ = ("fixed", "interval", "next_trial", "packing", "switches", "trials", "wins")
 
     def __init__(self, *, packing: bool = True) -> None:
         #: Whether light requests go to the first worker (the default: see the module).
@@ -83,10 +83,20 @@ class Steering:
         #: Trials run and switches made so far (statistics, tests).
         self.trials = 0
         self.switches = 0
+        #: Whether :attr:`packing` was set by :meth:`fix` (no trials then).
+        self.fixed = False
+
+    def fix(self, packing: bool | None) -> None:
+        """Pack (True) or spread (False) from now on without trying the other mode, or (None)
+        go back to deciding by trials, starting with the next window."""
+        self.fixed = packing is not None
+        if packing is not None:
+            self.packing = packing
+        self.wins, self.interval, self.next_trial = 0, FIRST_TRIAL, 0.0
 
     def trial_due(self, now: float) -> bool:
         """Whether the next window should try the other mode."""
-        return now >= self.next_trial
+        return not self.fixed and now >= self.next_trial
 
     def decide(self, before: float, trial: float, after: float, now: float) -> bool:
         """Take a trial's outcome: the other mode wins if the trial's rate beats the mean of

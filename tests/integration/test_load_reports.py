@@ -193,7 +193,7 @@ async def _until(predicate: Any, timeout: float = 10.0) -> None:
 async def test_a_packing_pool_sends_light_traffic_to_its_first_worker() -> None:
     async with nnrt.Runtime(workers=2, max_in_flight=16) as rt:
         pool = _pool(rt)
-        pool.steering.next_trial = float("inf")  # no trials: the default mode, packing, stays
+        pool.fix_packing(True)  # no trials
         compiled = await rt.compile(add_model())
         first, second = pool.slots
         with anyio.fail_after(10):  # until the first worker's cost per execute is known
@@ -233,9 +233,7 @@ async def test_a_single_worker_pool_neither_packs_nor_steers() -> None:
 async def test_a_pool_that_spreads_uses_every_worker() -> None:
     async with nnrt.Runtime(workers=2, max_in_flight=16) as rt:
         pool = _pool(rt)
-        pool.steering.next_trial = float("inf")
-        pool.steering.packing = False
-        pool.packed = None
+        pool.fix_packing(False)
         assert not rt.statistics().pools["reference"].packing
         compiled = await rt.compile(add_model())
 
@@ -253,7 +251,7 @@ async def test_a_pool_that_spreads_uses_every_worker() -> None:
 async def test_a_heavy_model_is_never_queued_behind_another_while_packing() -> None:
     async with nnrt.Runtime(workers=2) as rt:
         pool = _pool(rt)
-        pool.steering.next_trial = float("inf")
+        pool.fix_packing(True)
         compiled = await rt.compile(slow_model(ops=3))
         await compiled.execute([slow_input()])  # its report: far above PACK_MAX_SERVICE
         await _until(lambda: pool.slots[0].service_time > 0)
@@ -299,7 +297,7 @@ async def test_trials_under_live_traffic_lose_no_request() -> None:
 async def test_a_restarted_first_worker_is_not_packed_onto_before_it_reports() -> None:
     async with nnrt.Runtime(workers=2) as rt:
         pool = _pool(rt)
-        pool.steering.next_trial = float("inf")
+        pool.fix_packing(True)
         compiled = await rt.compile(add_model())
         with anyio.fail_after(10):
             while pool.slots[0].pack_limit == 0:

@@ -93,3 +93,16 @@ def test_pack_limit_keeps_the_queue_under_the_delay_and_the_in_flight_bound() ->
     service = 7.4e-6
     limit = pack_limit(service, 1000)
     assert limit * service <= PACK_DELAY < (limit + 1) * service
+
+
+def test_a_fixed_mode_runs_no_trials_until_released() -> None:
+    steering = Steering()
+    steering.decide(100.0, 150.0, 100.0, now=0.0)  # one win pending
+    steering.fix(False)
+    assert not steering.packing and steering.fixed and steering.wins == 0
+    assert not steering.trial_due(1e9)
+    steering.fix(True)
+    assert steering.packing and not steering.trial_due(1e9)
+    steering.fix(None)
+    assert steering.packing and not steering.fixed
+    assert steering.trial_due(0.0) and steering.interval == FIRST_TRIAL
