@@ -257,7 +257,7 @@ async def test_a_heavy_model_is_never_queued_behind_another_while_packing() -> N
         await _until(lambda: pool.slots[0].service_time > 0)
         assert pool.slots[0].service_time > PACK_MAX_SERVICE and pool.slots[0].pack_limit == 0
         assert pool.packed is pool.slots[0]
-        in_flight: list[int] = []
+        before = [slot.executes for slot in pool.slots]
 
         async def run() -> None:
             await compiled.execute([slow_input()])
@@ -265,9 +265,8 @@ async def test_a_heavy_model_is_never_queued_behind_another_while_packing() -> N
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
             tg.start_soon(run)
-            await anyio.sleep(0.05)
-            in_flight = [slot.in_flight for slot in pool.slots]
-        assert in_flight == [1, 1]
+        await _until(lambda: sum(slot.executes for slot in pool.slots) == sum(before) + 2)
+        assert [slot.executes - b for slot, b in zip(pool.slots, before, strict=True)] == [1, 1]
 
 
 @pytest.mark.anyio
