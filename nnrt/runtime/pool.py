@@ -344,7 +344,8 @@ class WorkerPool:
         #: Whether light traffic is packed onto the first worker, decided by trying.
         self.steering = Steering()
         #: The slot that takes the requests packing allows (None: none, spread by load).
-        self.packed: WorkerSlot | None = self.slots[0] if workers > 1 else None
+        self.packed: WorkerSlot | None = None
+        self._pack(self.steering.packing)
 
     @property
     def max_queue(self) -> int:
