@@ -142,7 +142,6 @@ class WorkerSlot:
     async def _serve_one(self, on_started: Callable[[], None]) -> None:
         process = await WorkerProcess.spawn(self.pool.driver, self.pool.poll_window)
         client = RequestClient(FramedSocket(process.sock))
-        self.service_time, self.pack_limit = 0.0, 0  # the new worker has reported nothing
         client.on_load_report = self.on_load_report
         try:
             async with anyio.create_task_group() as tg:
@@ -162,8 +161,10 @@ class WorkerSlot:
             await process.aclose()
 
     def in_flight_lost(self) -> None:
-        """Forget per-worker state after the worker is gone."""
+        """Forget per-worker state after the worker is gone (its successor has reported
+        nothing yet: no packing onto it until it does)."""
         self._handles.clear()
+        self.service_time, self.pack_limit = 0.0, 0
         self.sharing.reset()
         for event in self._preparing.values():
             event.set()
