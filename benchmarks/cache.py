@@ -38,8 +38,8 @@ import numpy as np
 
 import nnrt
 from nnrt.cache import CacheDirectory, cache_digest
-from nnrt.driver.discovery import load_driver
 from nnrt.drivers.cpu import CpuDriver
+from nnrt.hal.discovery import load_driver
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests" / "models")]
@@ -137,7 +137,7 @@ async def runtime(name: str, model: nnrt.Model, inputs: list[Array], root: Path
             found[label] = (time.perf_counter() - start) * 1000
             await compiled.execute(inputs)
             if label == "hit":
-                pool = rt._backend.pools["cpu"]  # type: ignore[attr-defined]
+                pool = rt._core.backend.pools["cpu"]  # type: ignore[attr-defined]
                 slot = next(s for s in pool.slots if s.handle_of(compiled.ref.key[0]) is None)
                 start = time.perf_counter()
                 await slot.ensure_prepared(compiled.ref.key)

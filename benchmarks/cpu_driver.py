@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 import nnrt
-from nnrt.driver.discovery import load_driver
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.hal.discovery import load_driver
+from nnrt.reference.driver import ReferenceDriver
 
 Op = nnrt.OperationType
 Array = np.ndarray[Any, Any]

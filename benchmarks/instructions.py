@@ -5,7 +5,7 @@ instruction counts do not. This script runs a workload twice under ``valgrind --
 (``--small`` and ``--large`` repetitions) and reports the difference per request, so start-up
 and imports cancel out:
 
-* ``worker``: the worker service in this process (``nnrt.driver.service.Service`` on one end of
+* ``worker``: the worker service in this process (``nnrt.worker.service.Service`` on one end of
   a socketpair, the reference driver) fed batches of 64 ``execute`` frames of the 1x4 ADD model
   of ``benchmarks/latency.py``: framing, schema checks, decode, job queue, the HAL and the
   reference plan, the response;
@@ -39,12 +39,12 @@ import msgpack
 from latency import X, add_model, throughput
 
 import nnrt
-import nnrt.driver.executor as executor_module
-from nnrt.driver.discovery import load_driver
-from nnrt.driver.service import Service
+import nnrt.worker.executor as executor_module
+from nnrt.hal.discovery import load_driver
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.model.wire import model_to_wire
 from nnrt.ops.floats import ignore_float_errors_here
+from nnrt.worker.service import Service
 
 _BATCH = 64
 

@@ -23,7 +23,7 @@ import numpy as np
 from latency import X, add_model
 
 import nnrt
-from nnrt.runtime.pool import WorkerPool
+from nnrt.runtime.backends.pool import WorkerPool
 
 MODES: dict[str, bool | None] = {"packed": True, "spread": False, "decided": None}
 
@@ -43,7 +43,7 @@ def fc_model(width: int) -> nnrt.Model:
 async def measure(model: nnrt.Model, x: np.ndarray[Any, Any], tasks: int, requests: int,
                   packing: bool | None) -> tuple[float, bool, list[float]]:
     async with nnrt.Runtime(workers=2) as rt:
-        pool: WorkerPool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+        pool: WorkerPool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         pool.fix_packing(packing)
         compiled = await rt.compile(model)
         per_task = max(requests // tasks, 1)

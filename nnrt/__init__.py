@@ -7,6 +7,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from nnrt import reference as reference
+from nnrt._version import __version__ as __version__
 from nnrt.errors import BadData as BadData
 from nnrt.errors import BadState as BadState
 from nnrt.errors import CacheError as CacheError
@@ -31,34 +32,34 @@ from nnrt.model.types import PaddingCode as PaddingCode
 from nnrt.model.types import Priority as Priority
 
 if TYPE_CHECKING:
-    from nnrt.driver.buffers import BufferDesc as BufferDesc
+    from nnrt.hal.buffers import BufferDesc as BufferDesc
     from nnrt.memory import Memory as Memory
     from nnrt.memory import TensorRef as TensorRef
     from nnrt.model.file import load as load
     from nnrt.model.file import save as save
-    from nnrt.runtime.compiler import PartitionWarning as PartitionWarning
-    from nnrt.runtime.device import BufferRole as BufferRole
-    from nnrt.runtime.device import DeviceMemory as DeviceMemory
-    from nnrt.runtime.placement import PlacementReport as PlacementReport
-    from nnrt.runtime.runtime import CompiledModel as CompiledModel
+    from nnrt.runtime.buffers import BufferRole as BufferRole
+    from nnrt.runtime.buffers import DeviceMemory as DeviceMemory
+    from nnrt.runtime.compile.compilation import PartitionWarning as PartitionWarning
+    from nnrt.runtime.compile.placement import PlacementReport as PlacementReport
+    from nnrt.runtime.compiled import CompiledModel as CompiledModel
     from nnrt.runtime.runtime import Runtime as Runtime
     from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
     from nnrt.runtime.sync import SyncRuntime as SyncRuntime
     from nnrt.runtime.sync import run_sync as run_sync
 
 # The runtime (client side: anyio, pools) is imported on first use, so that driver worker
-# processes, which import nnrt's model and ops, never load client code (DESIGN.md §3).
+# processes, which import nnrt's model and ops, never load client code (``docs/architecture.md``).
 _LAZY = {
-    "BufferDesc": "nnrt.driver.buffers",
-    "BufferRole": "nnrt.runtime.device",
-    "CompiledModel": "nnrt.runtime.runtime",
-    "DeviceMemory": "nnrt.runtime.device",
+    "BufferDesc": "nnrt.hal.buffers",
+    "BufferRole": "nnrt.runtime.buffers",
+    "CompiledModel": "nnrt.runtime.compiled",
+    "DeviceMemory": "nnrt.runtime.buffers",
     "Memory": "nnrt.memory",
     "TensorRef": "nnrt.memory",
     "load": "nnrt.model.file",
     "save": "nnrt.model.file",
-    "PartitionWarning": "nnrt.runtime.compiler",
-    "PlacementReport": "nnrt.runtime.placement",
+    "PartitionWarning": "nnrt.runtime.compile.compilation",
+    "PlacementReport": "nnrt.runtime.compile.placement",
     "Runtime": "nnrt.runtime.runtime",
     "RuntimeStatistics": "nnrt.runtime.stats",
     "SyncRuntime": "nnrt.runtime.sync",
@@ -78,7 +79,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
-__version__ = "0.1.0"
 
 __all__ = [
     "BadData",

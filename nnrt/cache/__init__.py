@@ -1,4 +1,6 @@
-"""The compilation cache: integrity store, TOCTOU-safe save/load, cache directory (SEEDS §1).
+"""The compilation cache: integrity store, TOCTOU-safe save/load, cache directory.
+
+See ``docs/cache.md``.
 
 Driver side (a library for driver and plugin authors): :class:`IntegrityStore` keeps token ->
 SHA-256 per driver version; :func:`save_cache` / :func:`load_cache` move blobs through the

@@ -1,9 +1,10 @@
 """Saving and loading a driver's cache blobs through cache file descriptors, TOCTOU-safe.
 
-SEEDS §1: the hash is computed on the driver's internal buffers — before they are written on
-save, after the file contents were copied into memory on load — never on the files themselves,
-so a file changed between the check and the use cannot slip through. Model and data blobs are
-hashed together: a tampered data cache is rejected rather than loaded with a wrong structure.
+As NNAPI's compilation caching asks, the hash is computed on the driver's internal buffers — before
+they are written on save, after the file contents were copied into memory on load — never on the
+files themselves, so a file changed between the check and the use cannot slip through. Model and
+data blobs are hashed together: a tampered data cache is rejected rather than loaded with a wrong
+structure.
 Files are untrusted input: every read is bounded, and nothing is unpickled.
 """
 

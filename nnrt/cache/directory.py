@@ -1,11 +1,11 @@
 """``CacheDirectory``: the runtime's compilation cache, one entry of files per token.
 
-SEEDS §1, runtime side: the runtime finds the cache files from the token; on a hit it opens
-them read+write and hands them to the driver's prepare-from-cache, on a miss it creates empty
-ones and hands them to prepare, which writes them. Each entry is guarded by its own lock file
-(an exclusive ``flock``, :mod:`nnrt.cache.locking`), so processes sharing the directory never
-see half-written entries; a size limit evicts the least recently used entries after each
-commit.
+NNAPI compilation caching, runtime side (``docs/cache.md``): the runtime finds the cache files from
+the token; on a hit it opens them read+write and hands them to the driver's prepare-from-cache, on a
+miss it creates empty ones and hands them to prepare, which writes them. Each entry is guarded by
+its own lock file (an exclusive ``flock``, :mod:`nnrt.cache.locking`), so processes sharing the
+directory never see half-written entries; a size limit evicts the least recently used entries after
+each commit.
 """
 
 from __future__ import annotations

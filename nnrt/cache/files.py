@@ -1,6 +1,6 @@
 """``CacheFiles``: the cache token and the cache file descriptors a driver's prepare receives.
 
-The limits equal the driver HAL's (``nnrt.driver.base.CACHE_TOKEN_BYTES`` and
+The limits equal the driver HAL's (``nnrt.hal.base.CACHE_TOKEN_BYTES`` and
 ``MAX_CACHE_FILES``); they are repeated here so that the cache layer imports nothing of the
 driver layer (the driver imports the cache), and a test keeps both in step.
 """

@@ -3,8 +3,8 @@ fd access checks.
 
 ``flock`` is taken with non-blocking attempts and a short back-off until a deadline; a lock that
 is still busy then gives up (``CacheError("... cache busy ...")`` from :func:`flocked`, ``None``
-from :func:`lock_file`) instead of blocking forever (SEEDS §1: no write runs concurrently with
-another read or write of the same cache files).
+from :func:`lock_file`) instead of blocking forever (NNAPI compilation caching: no write runs
+concurrently with another read or write of the same cache files).
 
 An entry lock (:class:`EntryLock`) is an exclusive ``flock`` on a lock file of its own. It
 belongs to no thread: the runtime takes it in a worker thread and may release it from another.

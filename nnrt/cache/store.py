@@ -1,9 +1,9 @@
 """``IntegrityStore``: the persistent map token -> SHA-256 of a model cache, per driver version.
 
-SEEDS §1: a driver keeps, across restarts, the hash of every model cache it saved, and refuses
-to prepare from files whose contents do not hash to it. The map is reset when the driver is
-updated, so each ``(driver name, version)`` has its own sub-store and a new version never sees
-an old one's entries.
+As in NNAPI's compilation caching, a driver keeps, across restarts, the hash of every model cache it
+saved, and refuses to prepare from files whose contents do not hash to it. The map is reset when the
+driver is updated, so each ``(driver name, version)`` has its own sub-store and a new version never
+sees an old one's entries.
 
 Layout under the root: ``<name>/<version>/`` (names percent-encoded) holding ``store.meta`` (its
 mtime is the store's last use) and one 72-byte file per token, named by the token's hex: a magic

@@ -139,8 +139,8 @@ def _clear_stores(args: argparse.Namespace, out: TextIO,
 
 def installed_versions() -> dict[str, str | None]:
     """Installed driver (its own name) -> version; None for a driver that fails to load."""
-    from nnrt.driver.discovery import available_drivers, load_driver  # noqa: PLC0415
     from nnrt.errors import NnrtError  # noqa: PLC0415
+    from nnrt.hal.discovery import available_drivers, load_driver  # noqa: PLC0415
 
     found: dict[str, str | None] = {}
     for name in available_drivers():

@@ -23,10 +23,10 @@ def compile_file(source: str, target: str, drivers: Sequence[str], soc: str | No
     ``input_shapes``) for ``drivers`` into ``target``; returns 0."""
     import nnrt  # noqa: PLC0415
     from nnrt.cli.run import load_model_file  # noqa: PLC0415
-    from nnrt.driver.discovery import load_driver  # noqa: PLC0415
-    from nnrt.driver.plugin import PluginDriver  # noqa: PLC0415
     from nnrt.errors import BadData  # noqa: PLC0415
-    from nnrt.runtime.aot import compile_ahead  # noqa: PLC0415
+    from nnrt.hal.discovery import load_driver  # noqa: PLC0415
+    from nnrt.hal.plugin import PluginDriver  # noqa: PLC0415
+    from nnrt.runtime.compile.aot import compile_ahead  # noqa: PLC0415
 
     model = load_model_file(source, input_shapes)
     loaded = []

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
-    from nnrt.runtime.placement import PlacementReport
+    from nnrt.runtime.compile.placement import PlacementReport
 
 __all__ = ["add_inspect_parser", "describe_model", "describe_placement", "inspect_command"]
 
@@ -46,8 +46,8 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import anyio  # noqa: PLC0415
 
     from nnrt.cli.run import load_model_file, parse_shapes  # noqa: PLC0415
-    from nnrt.driver.discovery import available_drivers  # noqa: PLC0415
     from nnrt.errors import NnrtError  # noqa: PLC0415
+    from nnrt.hal.discovery import available_drivers  # noqa: PLC0415
 
     try:
         try:

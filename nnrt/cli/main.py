@@ -29,9 +29,9 @@ def _demo(_: argparse.Namespace) -> int:
 
 
 def _drivers(_: argparse.Namespace) -> int:
-    from nnrt.driver.discovery import available_drivers, load_driver  # noqa: PLC0415
+    from nnrt.hal.discovery import available_drivers, load_driver  # noqa: PLC0415
     from nnrt.model.types import OperationType  # noqa: PLC0415
-    from nnrt.ops.registry import definitions  # noqa: PLC0415
+    from nnrt.ops._framework.registry import definitions  # noqa: PLC0415
 
     print(f"{'name':<20} {'version':<10} {'type':<12} {'level':>5}  supported ops")
     for name in available_drivers():
@@ -47,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio  # noqa: PLC0415
 
-    from nnrt.runtime.server import ClientLimits, serve  # noqa: PLC0415
+    from nnrt.serve.server import ClientLimits, serve  # noqa: PLC0415
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     drivers = args.driver or ["reference"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperationType
-from nnrt.ops.registry import definitions
+from nnrt.ops._framework.registry import definitions
 
 __all__ = ["render_markdown", "render_text"]
 

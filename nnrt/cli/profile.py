@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnrt.errors import OpFailed
+from nnrt.model.binding import InputBinder
 from nnrt.model.operation import operation_name
 from nnrt.model.subgraph import outline
-from nnrt.ops.interpreter import ExecutionPlan, InputBinder
+from nnrt.reference.interpreter import ExecutionPlan
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
-    from nnrt.runtime.placement import PlacementReport
+    from nnrt.runtime.compile.placement import PlacementReport
 
 __all__ = ["Entry", "Profile", "StepTime", "profile_model"]
 

@@ -25,7 +25,7 @@ from nnrt.errors import BadData
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
-    from nnrt.runtime.placement import PlacementReport
+    from nnrt.runtime.compile.placement import PlacementReport
 
 __all__ = ["RunResult", "add_run_parser", "load_model_file", "model_inputs", "parse_inputs",
            "parse_shapes", "run_command", "run_model", "summarize"]

@@ -1,32 +1,33 @@
-"""Drivers (HAL): the interface a device implements, and how drivers are found.
+"""Deprecated alias of :mod:`nnrt.hal` (the driver contract), kept for one release.
 
-A driver subclasses :class:`Driver` (and :class:`PreparedModel`), filling a few ``_`` hooks;
-the base classes check arguments and answers and keep the books. The worker service that serves
-one driver to the runtime is ``python -m nnrt.driver``.
+Driver plugins written against earlier releases import ``nnrt.driver`` and its modules
+(``nnrt.driver.base``, ``nnrt.driver.plugin``, ``nnrt.driver.testing``, ...); those names still
+resolve, to the same objects, with a ``DeprecationWarning``. New code imports :mod:`nnrt.hal`
+(and :func:`nnrt.hal.conformance.check_driver` for the conformance kit). The worker service is
+``python -m nnrt.worker``.
 """
 
-from nnrt.driver.base import Cancelled as Cancelled
-from nnrt.driver.base import Driver as Driver
-from nnrt.driver.base import DriverInfo as DriverInfo
-from nnrt.driver.base import ExecutionControl as ExecutionControl
-from nnrt.driver.base import ExecutionResult as ExecutionResult
-from nnrt.driver.base import PerformanceInfo as PerformanceInfo
-from nnrt.driver.base import PreparedModel as PreparedModel
-from nnrt.driver.base import PrepareOptions as PrepareOptions
-from nnrt.driver.base import Timing as Timing
-from nnrt.driver.discovery import available_drivers as available_drivers
-from nnrt.driver.discovery import load_driver as load_driver
+import importlib
+import sys
+import warnings
 
-__all__ = [
-    "Cancelled",
-    "Driver",
-    "DriverInfo",
-    "ExecutionControl",
-    "ExecutionResult",
-    "PerformanceInfo",
-    "PrepareOptions",
-    "PreparedModel",
-    "Timing",
-    "available_drivers",
-    "load_driver",
-]
+from nnrt.hal import *  # noqa: F403 - the alias re-exports the whole contract
+from nnrt.hal import __all__ as __all__
+
+warnings.warn("nnrt.driver is deprecated: import nnrt.hal (the driver contract) and "
+              "nnrt.hal.conformance (check_driver) instead", DeprecationWarning, stacklevel=2)
+
+#: Old module name -> where it lives now.
+MOVED = {
+    "base": "nnrt.hal.base",
+    "buffers": "nnrt.hal.buffers",
+    "control": "nnrt.hal.control",
+    "discovery": "nnrt.hal.discovery",
+    "info": "nnrt.hal.info",
+    "outputs": "nnrt.hal.outputs",
+    "plugin": "nnrt.hal.plugin",
+    "stamp": "nnrt.hal.stamp",
+    "testing": "nnrt.hal.conformance.kit",
+}
+for _old, _new in MOVED.items():
+    sys.modules[f"{__name__}.{_old}"] = importlib.import_module(_new)

@@ -43,6 +43,8 @@ from nnrt.ipc.framing import MAX_FDS_PER_MESSAGE, ProtocolError
 from nnrt.model.wire_fields import describe
 
 __all__ = [
+    "read_deadline",
+    "is_shape",
     "DEVICE",
     "PROTOCOL_VERSION",
     "REQUEST_SCHEMAS",
@@ -209,6 +211,20 @@ def check_load_report(status: int, body: dict[str, Any]) -> tuple[float, float, 
 
 # -- tensors ------------------------------------------------------------------------------------
 
+def read_deadline(body: Mapping[str, Any], where: str) -> float | None:
+    """An execute's ``deadline`` field (a monotonic time, schema-checked as a number): None
+    for none or +inf, ``-inf`` for one long past; NaN is ``BadData`` naming ``where``."""
+    deadline = body.get("deadline")
+    if deadline is None:
+        return None
+    deadline = float(deadline)
+    if math.isnan(deadline):
+        raise BadData(f"{where}: the deadline is NaN")
+    if math.isinf(deadline):
+        return None if deadline > 0 else -math.inf
+    return deadline
+
+
 def encode_tensor(array: np.ndarray[Any, Any]) -> list[Any]:
     """``[dtype, shape, bytes]`` for ``array`` (any rank, including 0-d)."""
     name = _NAME_OF.get(array.dtype)
@@ -263,6 +279,11 @@ def decode_ref(value: Any, where: str) -> TensorRef:
         if field.__class__ is not int:
             raise ProtocolError(f"{where}: {name} must be an int, got {type(field).__name__}")
     return TensorRef(_DTYPE_OF[dtype], shape, pool, offset, length)
+
+
+def is_shape(value: Any) -> bool:
+    """Whether an untrusted reply field is a shape: a list of non-negative ints."""
+    return value.__class__ is list and all(d.__class__ is int and d >= 0 for d in value)
 
 
 def _check_shape(shape: Any, where: str) -> None:

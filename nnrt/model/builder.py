@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.errors import BadData
-from nnrt.model.model import Model
+from nnrt.model.model import Model, refine_dims, rename_operand
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
 from nnrt.model.types import FusedActivation, OperandType, OperationType, PaddingCode
 
@@ -95,7 +95,7 @@ class ModelBuilder:
         """Mark ``tensors`` as the next model outputs."""
         for k, t in enumerate(tensors):
             if names is not None:
-                self.model._rename(t.index, names[k])
+                rename_operand(self.model, t.index, names[k])
             self._outputs.append(t.index)
 
     def build(self) -> Model:
@@ -128,14 +128,14 @@ class ModelBuilder:
         result = []
         for j, index in enumerate(out_indices):
             shape = shapes[j] if shapes is not None else ()
-            self.model._refine_dims(index, shape)
+            refine_dims(self.model, index, shape)
             result.append(Tensor(index, self.model.operand(index).type, shape))
         return result
 
     def _infer(self, op_index: int) -> list[tuple[int, ...]] | None:
-        from nnrt.ops.context import OperationContext, Unknown  # noqa: PLC0415
-        from nnrt.ops.inference import infer_output_shapes  # noqa: PLC0415
-        from nnrt.ops.registry import lookup  # noqa: PLC0415
+        from nnrt.ops._framework.context import OperationContext, Unknown  # noqa: PLC0415
+        from nnrt.ops._framework.inference import infer_output_shapes  # noqa: PLC0415
+        from nnrt.ops._framework.registry import lookup  # noqa: PLC0415
 
         op = self.model.operations[op_index]
         definition = lookup(op.type)

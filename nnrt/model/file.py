@@ -23,7 +23,7 @@ from nnrt.model.aot import AotInfo
 from nnrt.model.file_format import SECTION_ALIGN, Section, SectionKind, parse_header
 from nnrt.model.file_writer import FILE_POOL, os_errors
 from nnrt.model.file_writer import save as save
-from nnrt.model.model import Model
+from nnrt.model.model import Model, attach_aot
 from nnrt.model.operand import MemoryLocation
 from nnrt.model.wire import MAX_OPERANDS, model_from_wire
 
@@ -89,7 +89,7 @@ def _read_model(memory: Memory, sections: dict[SectionKind, Section], where: str
         return memory
 
     try:
-        model = model_from_wire(graph, pools=resolve)
+        model = model_from_wire(graph, memories=resolve)
     except BadData as exc:
         raise BadData(f"{where}: section graph: {exc}") from exc
     _check_references(model, memory, constants, where)
@@ -100,7 +100,7 @@ def _read_model(memory: Memory, sections: dict[SectionKind, Section], where: str
             _unpack(memory, aot, where), operations=len(model.operations),
             bytecode=MemoryLocation(memory, bytecode.offset, bytecode.length),
             path=f"{where}: section aot")
-        model._attach_aot(info)
+        attach_aot(model, info)
     return model
 
 

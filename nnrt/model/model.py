@@ -26,7 +26,7 @@ from nnrt.model.values import coerce_value
 if TYPE_CHECKING:
     from nnrt.model.aot import AotInfo
 
-__all__ = ["MAX_CONSTANT_COPY_BYTES", "Model"]
+__all__ = ["MAX_CONSTANT_COPY_BYTES", "Model", "attach_aot", "refine_dims", "rename_operand"]
 
 #: Values up to this size are kept in the model itself (NNAPI's
 #: ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES); larger ones by reference.
@@ -296,7 +296,7 @@ class Model:
         """
         self._require_mutable("finish")
         from nnrt.model.validation import check_graph  # noqa: PLC0415
-        from nnrt.ops.inference import check_operations  # noqa: PLC0415 - ops sit beside model
+        from nnrt.ops._framework.inference import check_operations  # noqa: PLC0415 - ops sit beside model
 
         if not self._identified:
             raise BadData("model inputs and outputs are not identified: call "
@@ -344,21 +344,6 @@ class Model:
         self._require_mutable("update")
         self._operands[index] = replace(self._operands[index], **changes)
 
-    def _attach_aot(self, info: AotInfo) -> None:
-        """Attach the AOT partitions read from a .nnrt file (on a finished model, once)."""
-        self._require_finished("_attach_aot")
-        if self._aot is not None:
-            raise BadState("Model._attach_aot: the model already has AOT partitions")
-        self._aot = info
-
-    def _refine_dims(self, index: int, dims: tuple[int, ...]) -> None:
-        """Set the dims of a not-yet-finished operand (the builder's inferred shapes)."""
-        self._update(index, dims=tuple(dims))
-
-    def _rename(self, index: int, name: str) -> None:
-        """Name operand ``index`` (the builder names outputs after creating them)."""
-        self._update(index, name=name)
-
     @staticmethod
     def _require_specified(operand: Operand, where: str) -> None:
         if not operand.fully_specified:
@@ -369,3 +354,23 @@ class Model:
         return (f"<nnrt.Model {state}: {len(self._operands)} operands, "
                 f"{len(self._operations)} operations, inputs {list(self._inputs)}, "
                 f"outputs {list(self._outputs)}>")
+
+
+# -- for the builder and the model-file loader (same package, not Model's public API) ----------
+
+def attach_aot(model: Model, info: AotInfo) -> None:
+    """Attach the AOT partitions read from a .nnrt file (on a finished model, once)."""
+    model._require_finished("attach_aot")
+    if model._aot is not None:
+        raise BadState("attach_aot: the model already has AOT partitions")
+    model._aot = info
+
+
+def refine_dims(model: Model, index: int, dims: tuple[int, ...]) -> None:
+    """Set the dims of a not-yet-finished operand (the builder's inferred shapes)."""
+    model._update(index, dims=tuple(dims))
+
+
+def rename_operand(model: Model, index: int, name: str) -> None:
+    """Name operand ``index`` (the builder names outputs after creating them)."""
+    model._update(index, name=name)

@@ -22,12 +22,12 @@ never cross the socket. The writer asks ``place(operand_index)`` (an argument of
 the value. Parameter-like types (INT32, UINT32, BOOL, FLOAT32 / FLOAT16 scalars, TENSOR_INT32,
 TENSOR_BOOL8) always travel by value: shapes and parameters are validated at prepare and must not
 change afterwards, which bytes in a writable pool could. The reader resolves the pool through
-``pools(pool_id, path)`` (an argument of :func:`model_from_wire`) and checks the reference like
+``memories(pool_id, path)`` (an argument of :func:`model_from_wire`) and checks the reference like
 any untrusted field: three ints, the pool id in ``[1, 2**53)``, offset and length in
 ``[0, 2**62]``, the offset a multiple of the element size, the length exactly the operand's byte
 size and the slice inside the pool. The operand is then set with
 ``Model.set_operand_value_from_memory``: the model reads the pool in place (zero copy). A
-reference counts against no byte budget (it carries no bytes); without ``pools`` a reference is
+reference counts against no byte budget (it carries no bytes); without ``memories`` a reference is
 refused.
 
 :func:`model_from_wire` treats its argument as hostile: it checks every field's type, range and
@@ -69,15 +69,15 @@ __all__ = [
     "MAX_SUBGRAPH_DEPTH",
     "REF_TYPES",
     "Placer",
-    "PoolResolver",
+    "MemoryResolver",
     "model_from_wire",
     "model_to_wire",
 ]
 
 #: ``model_to_wire``'s ``place``: operand index → (pool, offset, length), or None (by value).
 Placer = Callable[[int], tuple[int, int, int] | None]
-#: ``model_from_wire``'s ``pools``: (pool id, field path) → the mapped pool, or ``BadData``.
-PoolResolver = Callable[[int, str], ConstantMemory]
+#: ``model_from_wire``'s ``memories``: (pool id, field path) → the mapped pool, or ``BadData``.
+MemoryResolver = Callable[[int, str], ConstantMemory]
 
 #: Most operands a wire model may hold, counting every nested subgraph.
 MAX_OPERANDS = 1_000_000
@@ -190,7 +190,7 @@ class _Budget:
     operations: int = 0
     constant_bytes: int = 0
     #: Resolves pool references (None: references are refused).
-    pools: PoolResolver | None = None
+    memories: MemoryResolver | None = None
 
 
 @dataclass(frozen=True)
@@ -209,14 +209,14 @@ class _OperandSpec:
     subgraph: Model | None
 
 
-def model_from_wire(data: Any, pools: PoolResolver | None = None) -> Model:
+def model_from_wire(data: Any, memories: MemoryResolver | None = None) -> Model:
     """Rebuild and finish a model from untrusted wire data; any problem raises ``BadData``.
 
-    ``pools(pool_id, path)`` returns the mapped pool a ``"ref"`` names (an object with ``.size``
+    ``memories(pool_id, path)`` returns the mapped pool a ``"ref"`` names (an object with ``.size``
     and ``.view(offset, length)``) or raises ``BadData`` naming ``path``; without it (None) a
     model carrying a reference is ``BadData`` "pool references are not accepted here".
     """
-    return _read_model(data, "model", 0, _Budget(pools=pools))
+    return _read_model(data, "model", 0, _Budget(memories=memories))
 
 
 def _read_model(data: Any, path: str, depth: int, budget: _Budget) -> Model:
@@ -271,7 +271,7 @@ def _read_operand(data: Any, path: str, depth: int, budget: _Budget) -> _Operand
             raise BadData(f"{path}: an operand carries a 'value' or a 'ref', not both")
         value = _read_value(value, op_type, dims, lifetime, f"{path}.value", budget)
     elif raw_ref is not None:
-        ref = _read_ref(raw_ref, op_type, dims, lifetime, f"{path}.ref", budget.pools)
+        ref = _read_ref(raw_ref, op_type, dims, lifetime, f"{path}.ref", budget.memories)
     elif lifetime == _L.CONSTANT_REFERENCE:
         raise BadData(f"{path}: a CONSTANT_REFERENCE operand needs a 'value' or a 'ref'")
     elif lifetime in _CONSTANT:
@@ -317,7 +317,7 @@ def _read_value(value: Any, op_type: OperandType, dims: tuple[int, ...],
 
 
 def _read_ref(data: Any, op_type: OperandType, dims: tuple[int, ...], lifetime: OperandLifetime,
-              path: str, pools: PoolResolver | None) -> tuple[ConstantMemory, int, int]:
+              path: str, memories: MemoryResolver | None) -> tuple[ConstantMemory, int, int]:
     """A checked ``[pool, offset, length]`` reference, resolved to (pool, offset, length)."""
     if lifetime != _L.CONSTANT_REFERENCE:
         raise BadData(f"{path}: only CONSTANT_REFERENCE operands carry a 'ref', this one is "
@@ -330,7 +330,7 @@ def _read_ref(data: Any, op_type: OperandType, dims: tuple[int, ...], lifetime: 
     pool_id = check_int(data[0], f"{path}[0] (pool)", 1, _MAX_POOL_ID)
     offset = check_int(data[1], f"{path}[1] (offset)", 0, _MAX_REF_INT)
     length = check_int(data[2], f"{path}[2] (length)", 0, _MAX_REF_INT)
-    if pools is None:
+    if memories is None:
         raise BadData(f"{path}: pool references are not accepted here (pool {pool_id})")
     itemsize = dtype_of(op_type).itemsize
     if offset % itemsize:
@@ -340,7 +340,7 @@ def _read_ref(data: Any, op_type: OperandType, dims: tuple[int, ...], lifetime: 
     if length != needed:
         raise BadData(f"{path}: length {length}, but {op_type.name} with dims {list(dims)} "
                       f"needs {needed} bytes")
-    pool = pools(pool_id, path)
+    pool = memories(pool_id, path)
     if offset + length > pool.size:
         raise BadData(f"{path}: bytes [{offset}, {offset + length}) are outside pool {pool_id} "
                       f"of {pool.size} bytes")

@@ -1,7 +1,9 @@
 """Operations: NNAPI validation rules, shape functions and numpy reference kernels.
 
 Each family module registers its operations when imported; this package imports every family
-explicitly (no scanning), so ``nnrt.ops.registry.lookup`` sees them all.
+explicitly (no scanning), so ``nnrt.ops._framework.registry.lookup`` sees them all: Python runs
+this file before any module under ``nnrt.ops`` is imported. The framework families are written
+against is the internal :mod:`nnrt.ops._framework`.
 """
 
 from nnrt.ops import (  # noqa: F401 - imported for their registrations

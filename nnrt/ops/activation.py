@@ -25,8 +25,8 @@ import numpy as np
 
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import OperationDef, Shape, add_definition, register
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import OperationDef, Shape, add_definition, register
 from nnrt.ops.shapes import broadcast_shapes
 
 __all__ = ["expect_output_quant", "scalar_type_for"]

@@ -29,9 +29,9 @@ import numpy as np
 
 from nnrt.model.types import FusedActivation, OperandType, OperationType
 from nnrt.ops import parallel
-from nnrt.ops.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import OperationDef, Shape, Specialized, add_definition
 from nnrt.ops.fused import apply_activation
-from nnrt.ops.registry import OperationDef, Shape, Specialized, add_definition
 from nnrt.ops.shapes import broadcast_inputs, expect_typed_pair
 
 T = OperandType

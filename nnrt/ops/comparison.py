@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import OperationDef, Shape, add_definition
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
 from nnrt.ops.shapes import broadcast_inputs, expect_typed_pair
 
 T = OperandType

@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nnrt.errors import BadData, OpFailed
-from nnrt.model.model import Model
 from nnrt.model.operand import Operand, dtype_of, is_scalar
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext, Unknown
-from nnrt.ops.inference import infer_output_shapes
-from nnrt.ops.interpreter import ExecutionPlan
-from nnrt.ops.registry import Shape, lookup, register
-from nnrt.ops.support import unsupported_reason
+from nnrt.ops._framework.context import ExecutionContext, OperationContext, Unknown
+from nnrt.ops._framework.inference import infer_output_shapes
+from nnrt.ops._framework.registry import Shape, lookup, register
+from nnrt.ops._framework.support import unsupported_reason
+
+if TYPE_CHECKING:
+    from nnrt.model.model import Model
 
 __all__ = ["MAX_WHILE_ITERATIONS"]
 
@@ -136,9 +137,8 @@ def _supports(ctx: OperationContext, slots: Sequence[int], names: Sequence[str])
 
 @dataclass
 class _State:
-    """Per execution context: plans of the referenced models, results ``prepare`` computed."""
+    """Per execution context: the results ``prepare`` computed."""
 
-    plans: dict[int, ExecutionPlan] = field(default_factory=dict)
     results: list[Array] | None = None
 
 
@@ -154,12 +154,9 @@ def _state(ctx: OperationContext) -> _State:
 
 def _run(ctx: ExecutionContext, slot: int, values: Sequence[Array]) -> list[Array]:
     """Run the model input ``slot`` refers to on ``values``; its errors name the operation."""
-    plans = _state(ctx).plans
-    plan = plans.get(slot)
-    if plan is None:
-        plan = plans[slot] = ExecutionPlan(_model(ctx, slot))
+    model = _model(ctx, slot)
     try:
-        return plan.execute(plan.binder.bind(list(values)))
+        return ctx.run_model(model, values)
     except (BadData, OpFailed) as exc:
         raise type(exc)(f"{ctx.where(input=slot)}: in the referenced model: {exc}") from exc
 

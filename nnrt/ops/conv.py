@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
 from nnrt.ops.conv_geometry import (
     BIAS,
     FILTER,
@@ -56,7 +57,6 @@ from nnrt.ops.conv_geometry import (
 )
 from nnrt.ops.fused import apply_activation
 from nnrt.ops.padding import conv_out_size
-from nnrt.ops.registry import OperationDef, Shape, add_definition
 
 Array = np.ndarray[Any, Any]
 

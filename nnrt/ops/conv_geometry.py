@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import FusedActivation, OperandType, PaddingCode
-from nnrt.ops.context import OperationContext
+from nnrt.ops._framework.context import OperationContext
 from nnrt.ops.padding import implicit_padding
 
 __all__ = [

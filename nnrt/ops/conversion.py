@@ -25,8 +25,8 @@ import numpy as np
 
 from nnrt.model.operand import dtype_of
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import Shape, register
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import Shape, register
 
 T = OperandType
 Array = np.ndarray[Any, Any]

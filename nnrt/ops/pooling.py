@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
 from nnrt.ops.fused import apply_activation
 from nnrt.ops.padding import conv_out_size
 from nnrt.ops.pooling_geometry import (
@@ -39,7 +40,6 @@ from nnrt.ops.pooling_geometry import (
     param_slots,
     read_params,
 )
-from nnrt.ops.registry import OperationDef, Shape, add_definition
 
 T = OperandType
 Array = np.ndarray[Any, Any]

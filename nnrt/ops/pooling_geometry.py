@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nnrt.model.types import PaddingCode
-from nnrt.ops.context import OperationContext
+from nnrt.ops._framework.context import OperationContext
 from nnrt.ops.padding import implicit_padding
 
 __all__ = [

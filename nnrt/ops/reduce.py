@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext, Unknown
-from nnrt.ops.registry import OperationDef, Shape, add_definition
+from nnrt.ops._framework.context import ExecutionContext, OperationContext, Unknown
+from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
 
 T = OperandType
 Array = np.ndarray[Any, Any]

@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import OperationDef, Shape, add_definition
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
 from nnrt.ops.space_layout import (
     IMAGE_TYPES,
     Array,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType
-from nnrt.ops.context import OperationContext, Unknown
-from nnrt.ops.registry import Shape
+from nnrt.ops._framework.context import OperationContext, Unknown
+from nnrt.ops._framework.registry import Shape
 
 __all__ = [
     "DATA_TYPES",

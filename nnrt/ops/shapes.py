@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from nnrt.model.types import OperandType
-from nnrt.ops.context import OperationContext
-from nnrt.ops.registry import Shape
+from nnrt.ops._framework.context import OperationContext
+from nnrt.ops._framework.registry import Shape
 
 __all__ = ["broadcast_inputs", "broadcast_shapes", "expect_typed_pair"]
 

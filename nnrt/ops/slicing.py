@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import Shape, register
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import Shape, register
 
 T = OperandType
 Array = np.ndarray[Any, Any]
@@ -74,7 +74,7 @@ class Slice:
         ctx.expect_output_quant_like_input()
 
     @staticmethod
-    def _bounds(ctx: OperationContext) -> list[tuple[int, int]]:
+    def bounds(ctx: OperationContext) -> list[tuple[int, int]]:
         """Per dimension, the checked (begin, size) with -1 sizes resolved."""
         shape = ctx.shape(Slice.INPUT)
         begin = _index_vector(ctx, Slice.BEGIN, len(shape))
@@ -94,13 +94,13 @@ class Slice:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Output shape: the resolved sizes."""
-        return [tuple(n for _, n in Slice._bounds(ctx))]
+        return [tuple(n for _, n in Slice.bounds(ctx))]
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Copy the box."""
         x = ctx.tensor(Slice.INPUT)
-        box = tuple(slice(b, b + n) for b, n in Slice._bounds(ctx))
+        box = tuple(slice(b, b + n) for b, n in Slice.bounds(ctx))
         return [x[box]]
 
 
@@ -140,7 +140,7 @@ class StridedSlice:
             ctx.fail(f"strides[{k}] is 0; strides must be non-zero", input=StridedSlice.STRIDES)
 
     @staticmethod
-    def _ranges(ctx: OperationContext) -> tuple[list[tuple[int, int, int]], Shape]:
+    def ranges(ctx: OperationContext) -> tuple[list[tuple[int, int, int]], Shape]:
         """Per dimension (start, stride, count), and the output shape."""
         shape = ctx.shape(StridedSlice.INPUT)
         n = len(shape)
@@ -181,12 +181,12 @@ class StridedSlice:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Output shape from the clamped ranges and the shrink mask."""
-        return [StridedSlice._ranges(ctx)[1]]
+        return [StridedSlice.ranges(ctx)[1]]
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Gather the strided index grid, then drop the shrunk dimensions."""
         x = ctx.tensor(StridedSlice.INPUT)
-        ranges, out_shape = StridedSlice._ranges(ctx)
+        ranges, out_shape = StridedSlice.ranges(ctx)
         grid = np.ix_(*[start + stride * np.arange(count) for start, stride, count in ranges])
         return [x[grid].reshape(out_shape)]

@@ -23,9 +23,9 @@ import numpy as np
 
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
 from nnrt.model.types import OperandType, OperationType
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.activation import expect_output_quant, scalar_type_for
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import Shape, register
 
 __all__ = ["optional_axis", "validate_optional_axis"]
 

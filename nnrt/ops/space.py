@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import Shape, register
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.shape_params import known_axis
 from nnrt.ops.space_layout import (
     IMAGE_TYPES,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from nnrt.model.types import OperandType
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import Shape
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import Shape
 from nnrt.ops.shape_params import QUANT8, Array
 
 __all__ = [

@@ -23,8 +23,8 @@ import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops import tensor_gen  # noqa: F401 - registers FILL, RANK, REVERSE
-from nnrt.ops.context import ExecutionContext, OperationContext
-from nnrt.ops.registry import Shape, register
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.shape_params import (
     DATA_TYPES,
     DATA_TYPES_INT,

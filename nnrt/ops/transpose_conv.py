@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType, PaddingCode
-from nnrt.ops.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.context import ExecutionContext, OperationContext
+from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.conv_geometry import (
     BIAS,
     FILTER,
@@ -46,7 +47,6 @@ from nnrt.ops.conv_geometry import (
 )
 from nnrt.ops.fused import apply_activation
 from nnrt.ops.padding import same_padding
-from nnrt.ops.registry import Shape, register
 
 T = OperandType
 Array = np.ndarray[Any, Any]

@@ -1,6 +1,6 @@
 """The async runtime: worker pools per driver, scheduling, shared-mode service, sync facade."""
 
-from nnrt.runtime.runtime import CompiledModel as CompiledModel
+from nnrt.runtime.compiled import CompiledModel as CompiledModel
 from nnrt.runtime.runtime import Runtime as Runtime
 from nnrt.runtime.stats import PoolStatistics as PoolStatistics
 from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics

@@ -28,7 +28,7 @@ class PoolStatistics:
     #: Cache loads the driver rejected (corrupt, stale, unreadable): compiled again instead.
     cache_load_failures: int = 0
     #: Whether light requests go to the first worker right now rather than to the least-loaded
-    #: one (the pool decides by trying both; see ``nnrt.runtime.steering``).
+    #: one (the pool decides by trying both; see ``nnrt.runtime.backends.steering``).
     packing: bool = False
 
 

@@ -1,7 +1,8 @@
 """Running a multi-step execution plan: steps in dependency order, independent ones at once.
 
-Each step is a compiled model of its own on its driver's workers. A step starts as soon as the
-steps it reads from are done, so independent steps run concurrently on different workers.
+Each step (:class:`~nnrt.runtime.step.Step`) is a model prepared on its driver's workers. A
+step starts as soon as the steps it reads from are done, so independent steps run concurrently
+on different workers.
 Intermediates pass between steps the way any tensor travels: large ones are written by the
 producing worker into the runtime's shared arena and read from there by the consuming worker
 (zero-copy: the client only hands over the reference); small ones (up to 64 KiB) inline. The
@@ -18,30 +19,49 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import numpy as np
 
-from nnrt.errors import BadData, DeadlineMissed, OutputInsufficientSize
-from nnrt.memory import TensorRef
+from nnrt.errors import BadData, DeadlineMissed
+from nnrt.runtime.buffers import DeviceMemory
+from nnrt.runtime.transfer import deliver
 
 if TYPE_CHECKING:
-    from nnrt.ops.interpreter import Inputs
-    from nnrt.runtime.runtime import CompiledModel
+    from nnrt.model.binding import InputBinder, Inputs
+    from nnrt.runtime.compile.plan import Plan
+    from nnrt.runtime.step import Step
 
-__all__ = ["run_plan"]
+__all__ = ["PlanRunner", "run_plan"]
 
 Array = np.ndarray[Any, Any]
 
 
-async def run_plan(compiled: CompiledModel, steps: Sequence[CompiledModel], inputs: Inputs,
+class PlanRunner:
+    """Executes a plan's steps (what a compiled model split across drivers runs)."""
+
+    __slots__ = ("binder", "plan", "steps")
+
+    def __init__(self, plan: Plan, steps: Sequence[Step], binder: InputBinder) -> None:
+        self.plan = plan
+        self.steps = steps
+        self.binder = binder
+
+    async def execute(self, inputs: Inputs, outputs: Sequence[Any] | None = None,
+                      timeout: float | None = None, copy: bool = False) -> list[Array]:
+        """Run the plan once (see :meth:`nnrt.CompiledModel.execute` for the arguments)."""
+        return await run_plan(self.plan, self.steps, self.binder, inputs, outputs, timeout,
+                              copy)
+
+
+async def run_plan(plan: Plan, steps: Sequence[Step], binder: InputBinder, inputs: Inputs,
                    outputs: Sequence[Any] | None, timeout: float | None,
                    copy: bool) -> list[Array]:
-    """Execute ``compiled`` (whose plan has ``steps``) once; returns the model outputs."""
-    plan = compiled._plan
-    if plan is None:  # pragma: no cover - only called for plans
-        raise BadData("not a multi-step model")
+    """Execute ``plan`` (prepared as ``steps``) once; returns the model outputs.
+
+    ``binder`` checks the inputs against the whole model's input operands.
+    """
     values = _values(inputs) if isinstance(inputs, list | tuple) else None
     if _has_device(values if values is not None else inputs, outputs):
         raise BadData("device memories cannot be used with a model split into several steps "
                       "(see compiled.placement()); use shared memory or a one-driver compile")
-    arrays = compiled._binder.bind(inputs)
+    arrays = binder.bind(inputs)
     deadline = None if timeout is None else time.monotonic() + max(float(timeout), 0.0)
     results: dict[tuple[int, int], Array] = {}
     done = {step.index: anyio.Event() for step in plan.steps}
@@ -94,8 +114,6 @@ def _values(inputs: Sequence[Any]) -> list[Any]:
 
 
 def _has_device(inputs: Any, outputs: Sequence[Any] | None) -> bool:
-    from nnrt.runtime.device import DeviceMemory  # noqa: PLC0415 - avoid an import cycle
-
     given = inputs.values() if isinstance(inputs, dict) else inputs
     return any(isinstance(v, DeviceMemory) for v in given) or (
         outputs is not None and any(isinstance(v, DeviceMemory) for v in outputs))
@@ -106,22 +124,6 @@ def _deliver(final: list[Array], outputs: Sequence[Any]) -> list[Array]:
     if not isinstance(outputs, list | tuple) or len(outputs) != len(final):
         raise BadData(f"outputs must be a list of {len(final)} buffers (None for an output to "
                       "return)")
-    delivered = []
-    for j, (target, value) in enumerate(zip(outputs, final, strict=True)):
-        if target is None:
-            delivered.append(value)
-            continue
-        buffer = target.ndarray() if isinstance(target, TensorRef) else target
-        if not isinstance(buffer, np.ndarray):
-            raise BadData(f"output {j}: expected an ndarray or a TensorRef, got "
-                          f"{type(target).__name__}")
-        if buffer.dtype != value.dtype:
-            raise BadData(f"output {j}: expected an ndarray of {value.dtype}")
-        if buffer.size < value.size:
-            raise OutputInsufficientSize(
-                f"output {j}: needs {value.size} elements, the buffer has {buffer.size}",
-                [v.shape for v in final])
-        flat = buffer.reshape(-1)[:value.size]
-        flat[:] = value.reshape(-1)
-        delivered.append(flat.reshape(value.shape))
-    return delivered
+    shapes = [value.shape for value in final]
+    return [value if target is None else deliver(value, target, f"output {j}", shapes=shapes)
+            for j, (target, value) in enumerate(zip(outputs, final, strict=True))]

@@ -16,10 +16,11 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from nnrt.errors import BadState
 from nnrt.memory import TensorRef
+from nnrt.model.binding import Inputs
 from nnrt.model.model import Model
-from nnrt.ops.interpreter import Inputs
+from nnrt.runtime.compiled import CompiledModel
 from nnrt.runtime.memories import MemoryManager
-from nnrt.runtime.runtime import CompiledModel, Runtime
+from nnrt.runtime.runtime import Runtime
 from nnrt.runtime.stats import RuntimeStatistics
 
 __all__ = ["SyncCompiledModel", "SyncRuntime", "run_sync"]

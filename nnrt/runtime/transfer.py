@@ -11,8 +11,12 @@ the arena.
   as a view of it, whose region is freed when the view is collected (or copied out when the
   caller asks for ``copy=True``).
 
-A :class:`Transfer` collects the pools a request uses (the backend maps them on the chosen
+- A device memory (a driver-managed buffer) travels as its worker-side token
+  (``["device", token]``); an output written into one comes back as ``["device", shape]``.
+
+A :class:`Transfer` collects the memories a request uses (the backend maps them on the chosen
 worker before sending) and the arena regions it took (freed by :meth:`Transfer.close`).
+:func:`deliver` copies a result into a caller's buffer that the worker could not write in place.
 """
 
 from __future__ import annotations
@@ -25,65 +29,47 @@ import numpy as np
 
 from nnrt.errors import BadData, OutputInsufficientSize
 from nnrt.ipc.framing import ProtocolError
-from nnrt.ipc.messages import decode_tensor, dtype_of_name, encode_tensor
+from nnrt.ipc.messages import decode_tensor, dtype_of_name, encode_tensor, is_shape
 from nnrt.memory import Memory, TensorRef, find_memory
 from nnrt.runtime.arena import Arena, Region
-from nnrt.runtime.device import DeviceMemory, is_shape
 from nnrt.runtime.inline import INLINE_LIMIT
 
-__all__ = ["PoolSource", "Transfer", "map_request"]
+__all__ = ["Transfer", "deliver"]
 
 Array = np.ndarray[Any, Any]
 
 
-class PoolSource(Protocol):
-    """What the backend needs to share a pool with a worker: a Memory, or (shared mode) the
-    service's record of a pool a client shared with it."""
+class BufferState(Protocol):
+    """What a transfer records about a device memory an execution writes: its dims, and that
+    it now holds data (:class:`~nnrt.runtime.buffers.DeviceMemory`)."""
 
-    @property
-    def id(self) -> int: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def file_offset(self) -> int: ...
-    @property
-    def closed(self) -> bool: ...
-    def fileno(self) -> int: ...
+    dims: tuple[int, ...] | None
+    initialized: bool
 
 
-def map_request(pool: PoolSource) -> tuple[dict[str, Any], list[int]]:
-    """The body and descriptors of the ``map`` request that shares ``pool`` with a worker."""
-    body: dict[str, Any] = {"pool": pool.id, "kind": pool.kind, "size": pool.size,
-                            "writable": pool.writable}
-    if pool.kind == "blob":
-        body["name"] = pool.name
-        return body, []
-    if pool.kind == "mmap_fd":
-        body["offset"] = pool.file_offset
-    body["nfds"] = 1
-    return body, [pool.fileno()]
+class _BufferOutput:
+    """An output the worker writes into a device memory."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: BufferState) -> None:
+        self.state = state
 
 
 class Transfer:
     """The wire form of one execute's tensors, and what it borrowed to build it."""
 
-    __slots__ = ("_arena", "_regions", "_targets", "device_handle", "pools")
+    __slots__ = ("_arena", "_regions", "_targets", "buffer_handle", "memories")
 
     def __init__(self, arena: Arena | None) -> None:
         self._arena = arena
         #: Memories the request references, by pool id (mapped on the worker before sending).
-        self.pools: dict[int, Memory] = {}
+        self.memories: dict[int, Memory] = {}
         self._regions: list[Region] = []
         #: The device memories' worker (a request naming one runs there), if any.
-        self.device_handle: Any = None
+        self.buffer_handle: Any = None
         #: Per output: where the worker writes it (memory, offset, capacity), or None (inline).
-        self._targets: list[tuple[Memory, int, int, Region | None] | DeviceMemory | None] = []
+        self._targets: list[tuple[Memory, int, int, Region | None] | _BufferOutput | None] = []
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -93,7 +79,7 @@ class Transfer:
             found = find_memory(array)
             if found is not None:
                 memory, offset = found
-                self.pools[memory.id] = memory
+                self.memories[memory.id] = memory
                 return [name, list(array.shape), memory.id, offset, array.nbytes]
         if array.nbytes > INLINE_LIMIT and self._arena is not None:
             region = self._arena.alloc(array.nbytes)
@@ -101,23 +87,22 @@ class Transfer:
                 self._regions.append(region)
                 target = region.memory.ndarray(array.dtype, array.shape, region.offset)
                 np.copyto(target, array)
-                self.pools[region.memory.id] = region.memory
+                self.memories[region.memory.id] = region.memory
                 return [name, list(array.shape), region.memory.id, region.offset,
                         array.nbytes]
         return encode_tensor(array)
 
-    def device(self, memory: DeviceMemory) -> list[Any]:
-        """The wire form of a device memory argument (its worker-side token)."""
-        handle = memory.handle
+    def buffer(self, handle: Any) -> list[Any]:
+        """The wire form of a device memory argument, given its backend ``handle``."""
         if isinstance(handle, int):  # shared mode: the service's token; it routes the request
-            self.device_handle = handle
+            self.buffer_handle = handle
             return ["device", handle]
         handle.require_live()  # a buffer lost with its worker: UnavailableDevice, whatever else
-        previous = self.device_handle
+        previous = self.buffer_handle
         if previous is not None and handle.slot is not previous.slot:
             raise BadData("device memories held by different workers cannot meet in one "
                           "request")
-        self.device_handle = handle
+        self.buffer_handle = handle
         return ["device", handle.token]
 
     # -- outputs -----------------------------------------------------------------------------
@@ -125,9 +110,6 @@ class Transfer:
     def output_ref(self, j: int, buffer: Any, dtype: np.dtype[Any],
                    name: str, static_shape: tuple[int, ...] | None) -> list[Any] | None:
         """The ``outputs[j]`` entry of the request: a pool reference, or None for inline."""
-        if isinstance(buffer, DeviceMemory):
-            self._targets.append(buffer)
-            return self.device(buffer)
         if isinstance(buffer, TensorRef):
             if buffer.dtype != dtype:
                 raise BadData(f"output {j}: the TensorRef holds {buffer.dtype}, the model output "
@@ -163,9 +145,15 @@ class Transfer:
                 region: Region | None) -> list[Any]:
         itemsize = np.dtype(name).itemsize
         length = math.prod(shape) * itemsize
-        self.pools[memory.id] = memory
+        self.memories[memory.id] = memory
         self._targets.append((memory, offset, length, region))
         return [name, list(shape), memory.id, offset, length]
+
+    def buffer_output(self, handle: Any, state: BufferState) -> list[Any]:
+        """The ``outputs[j]`` entry of an output written into a device memory (in order with
+        :meth:`output_ref`); the reply's dims are recorded on ``state``."""
+        self._targets.append(_BufferOutput(state))
+        return self.buffer(handle)
 
     def in_place(self, j: int) -> bool:
         """Whether the worker writes output ``j`` into shared memory (not inline)."""
@@ -182,8 +170,8 @@ class Transfer:
         results = []
         for j, value in enumerate(raw):
             target = self._targets[j] if j < len(self._targets) else None
-            if isinstance(target, DeviceMemory):
-                results.append(_device_result(j, value, target))
+            if isinstance(target, _BufferOutput):
+                results.append(_buffer_result(j, value, target.state))
                 continue
             if not isinstance(value, list) or not value or value[0] != names[j]:
                 raise ProtocolError(f"output {j}: expected a {names[j]} tensor")
@@ -233,11 +221,49 @@ class Transfer:
                 arena.free(regions.pop())
 
 
-def _device_result(j: int, value: list[Any], memory: DeviceMemory) -> Any:
+def _buffer_result(j: int, value: list[Any], state: BufferState) -> Any:
     """A device output: the worker wrote it into the buffer; record its actual dims."""
     if not isinstance(value, list) or len(value) != 2 or value[0] != "device" or not is_shape(
             value[1]):
         raise ProtocolError(f"output {j}: expected ['device', shape] for a device output")
-    memory.dims = tuple(value[1])
-    memory.initialized = True
-    return memory
+    state.dims = tuple(value[1])
+    state.initialized = True
+    return state
+
+
+def deliver(data: Array, target: Any, where: str, *, exact: bool = False,
+            shapes: list[tuple[int, ...]] | None = None) -> Array:
+    """Copy ``data`` into the caller's ``target`` and return the view of it holding the data.
+
+    ``target`` is an ndarray, a :class:`~nnrt.memory.TensorRef` or a whole
+    :class:`~nnrt.memory.Memory`, of ``data``'s dtype. A target of the same shape is filled as
+    it is; otherwise its first ``data.size`` elements (C order) take the data, and the view has
+    ``data``'s shape. Too few elements raise ``OutputInsufficientSize`` (with ``shapes``, every
+    output's shape, when given); ``exact`` asks for the same number of elements (``BadData``).
+    """
+    if isinstance(target, TensorRef):
+        view = target.ndarray()
+    elif isinstance(target, Memory):
+        view = target.ndarray(data.dtype, data.shape)
+    elif isinstance(target, np.ndarray):
+        view = target
+    else:
+        raise BadData(f"{where}: expected an ndarray, a TensorRef or a Memory, got "
+                      f"{type(target).__name__}")
+    if view.dtype != data.dtype or (exact and view.size != data.size):
+        raise BadData(f"{where}: the buffer holds {view.dtype} of shape {view.shape}, the "
+                      f"result is {data.dtype} of shape {data.shape}")
+    if view.size < data.size:
+        raise OutputInsufficientSize(
+            f"{where}: needs {data.size} elements, the buffer has {view.size}",
+            shapes if shapes is not None else [data.shape])
+    if not view.flags.writeable:
+        raise BadData(f"{where}: the buffer is read-only")
+    if view.shape == data.shape:
+        np.copyto(view, data)
+        return view
+    if not view.flags.c_contiguous:
+        raise BadData(f"{where}: a buffer of another shape must be C-contiguous")
+    filled: Array = view.reshape(-1)[: data.size].reshape(data.shape)
+    np.copyto(filled, data)
+    return filled

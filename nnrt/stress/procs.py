@@ -51,8 +51,8 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def is_worker(pid: int) -> bool:
-    """Whether ``pid`` is an nnrt driver worker (``python -m nnrt.driver ...``)."""
-    return "nnrt.driver" in _cmdline(pid)
+    """Whether ``pid`` is an nnrt driver worker (``python -m nnrt.worker ...``)."""
+    return "nnrt.worker" in _cmdline(pid)
 
 
 def workers_of(pid: int) -> set[int]:

@@ -11,7 +11,7 @@ import sys
 import time
 
 from nnrt.errors import BadState
-from nnrt.runtime.server import peer_credentials
+from nnrt.serve.server import peer_credentials
 
 __all__ = ["Service"]
 

@@ -20,13 +20,14 @@ from typing import Any, TypeVar
 import anyio
 import numpy as np
 
-from nnrt.driver.buffers import BufferDesc
 from nnrt.errors import DeadlineMissed, NnrtError, ResourceExhausted, UnavailableDevice
+from nnrt.hal.buffers import BufferDesc
 from nnrt.model.model import Model
 from nnrt.model.types import Priority
-from nnrt.ops.interpreter import run as reference_run
-from nnrt.runtime.device import BufferRole, DeviceMemory
-from nnrt.runtime.runtime import CompiledModel, Runtime
+from nnrt.reference.interpreter import run as reference_run
+from nnrt.runtime.buffers import BufferRole, DeviceMemory
+from nnrt.runtime.compiled import CompiledModel
+from nnrt.runtime.runtime import Runtime
 from nnrt.stress.models import MODELS, cell_model, random_inputs, slow_model
 from nnrt.stress.outcomes import Tally, classify_error, results_match
 

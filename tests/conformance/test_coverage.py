@@ -8,7 +8,7 @@ import pytest
 
 from nnrt import OperandType as T
 from nnrt import OperationType as Op
-from nnrt.ops.registry import definitions
+from nnrt.ops._framework.registry import definitions
 from nnrt.testing import expand
 from nnrt.testing.cases import all_cases
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrt.driver.testing import check_driver
+from nnrt.hal.conformance import check_driver
 
 VENDOR = str(Path(__file__).resolve().parents[2] / "examples" / "vendor_plugin")
 

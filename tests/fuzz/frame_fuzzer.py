@@ -2,7 +2,7 @@
 
     python tests/fuzz/frame_fuzzer.py --cases 50000 [--target worker|serve|both] [--seed S]
 
-Each case opens its own Unix socket connection to the target process (``python -m nnrt.driver
+Each case opens its own Unix socket connection to the target process (``python -m nnrt.worker
 --driver cpu --socket PATH`` or ``python -m nnrt serve --socket PATH``), optionally does the
 handshake and a prefix (prepare a model, map a pool, allocate a device buffer), then sends
 hostile bytes: random bytes, length prefixes that lie, oversize and truncated frames, random
@@ -116,7 +116,7 @@ class Target:
         env = dict(os.environ, NNRT_INTEGRITY_DIR=os.path.join(workdir, "integrity"),
                    XDG_CACHE_HOME=os.path.join(workdir, "xdg"), NNRT_CPU_OPTIMIZE_AFTER="0")
         if kind == "worker":
-            args = ["-m", "nnrt.driver", "--driver", driver, "--socket", self.path]
+            args = ["-m", "nnrt.worker", "--driver", driver, "--socket", self.path]
         else:
             args = ["-m", "nnrt", "serve", "--socket", self.path, "--workers", "1",
                     "--driver", driver]

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import nnrt
-from nnrt.driver.base import Driver
+from nnrt.hal.base import Driver
 from nnrt.model.operand import dtype_of, is_scalar
 from nnrt.testing import build, expand
 from nnrt.testing.cases import all_cases

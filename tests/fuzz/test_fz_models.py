@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 import nnrt
 from nnrt import OperandType as T
 from nnrt.drivers.cpu import CpuDriver
-from nnrt.drivers.reference import ReferenceDriver
 from nnrt.errors import BadData
 from nnrt.model.types import OperandLifetime, OperationType
 from nnrt.model.wire import model_from_wire, model_to_wire
-from nnrt.ops.registry import definitions
+from nnrt.ops._framework.registry import definitions
+from nnrt.reference.driver import ReferenceDriver
 from nnrt.testing.check import tolerance
 
 REFERENCE = ReferenceDriver()
@@ -206,7 +206,7 @@ def _base_wire(data: st.DataObject) -> dict[str, Any]:
 
 def _from_wire(wire: Any, where: str) -> None:
     try:
-        model = model_from_wire(wire, pools=resolve)
+        model = model_from_wire(wire, memories=resolve)
     except Exception as exc:
         check_error(exc, where)
         return

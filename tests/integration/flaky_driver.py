@@ -8,9 +8,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from nnrt.driver.base import Driver, ExecutionControl, PreparedModel, PrepareOptions
-from nnrt.drivers.reference import ReferenceDriver, ReferencePreparedModel
+from nnrt.hal.base import Driver, ExecutionControl, PreparedModel, PrepareOptions
 from nnrt.model.model import Model
+from nnrt.reference.driver import ReferenceDriver, ReferencePreparedModel
 
 
 def factory() -> Driver:
@@ -81,6 +81,6 @@ def small_disk_cpu() -> Driver:
 
     from nnrt.drivers.cpu import CpuDriver
 
-    if sys.argv[0].endswith(os.path.join("nnrt", "driver", "__main__.py")):  # workers only
+    if sys.argv[0].endswith(os.path.join("nnrt", "worker", "__main__.py")):  # workers only
         resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
     return CpuDriver()

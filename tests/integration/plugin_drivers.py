@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nnrt.cache.files import CacheFiles
-from nnrt.driver.base import PreparedModel, PrepareOptions
-from nnrt.driver.info import PerformanceInfo
-from nnrt.driver.plugin import CompiledResult, PluginDriver
+from nnrt.hal.base import PreparedModel, PrepareOptions
+from nnrt.hal.info import PerformanceInfo
+from nnrt.hal.plugin import CompiledResult, PluginDriver
 from nnrt.model.model import Model
 from nnrt.model.types import OperationType
 

@@ -1,4 +1,4 @@
-"""Test kit for the worker service: a ``python -m nnrt.driver`` child and a raw frame client.
+"""Test kit for the worker service: a ``python -m nnrt.worker`` child and a raw frame client.
 
 :class:`Worker` owns the child process (SIGTERM, then SIGKILL, always reaped) and
 :class:`RawClient` one blocking socket that speaks frames with ``encode_frame`` / ``send_frame``
@@ -141,7 +141,7 @@ class Worker:
 
     def __init__(self, args: Sequence[str], pass_fds: Sequence[int] = ()) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "nnrt.driver", "--driver", "reference", *args],
+            [sys.executable, "-m", "nnrt.worker", "--driver", "reference", *args],
             pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL)
 
     @classmethod

@@ -17,7 +17,7 @@ from plugin_drivers import VENDOR
 
 import nnrt
 from nnrt.model.builder import ModelBuilder
-from nnrt.runtime.cache import model_token, step_token
+from nnrt.runtime.compile.caching import model_token, step_token
 
 pytestmark = pytest.mark.anyio
 HERE = Path(__file__).resolve().parent
@@ -116,7 +116,7 @@ async def test_a_rejected_load_recompiles(tmp_path: Path, spy_log: Path,
 async def test_further_workers_prepare_from_the_cache(tmp_path: Path, spy_log: Path) -> None:
     async with nnrt.Runtime(drivers=[SPY], workers=2, max_in_flight=1) as rt:
         compiled = await rt.compile(add_mul_model(), cache_dir=tmp_path / "cache")
-        pool = rt._backend.pools[SPY]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools[SPY]  # type: ignore[union-attr]
         second = next(slot for slot in pool.slots if slot.handle_of(compiled.ref.key[0]) is None)
         await second.ensure_prepared(compiled.ref.key)
         stats = rt.statistics()

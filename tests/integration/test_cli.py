@@ -46,6 +46,6 @@ def test_drivers_lists_the_reference_driver() -> None:
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("reference"))
     from nnrt.model.types import OperationType
-    from nnrt.ops.registry import definitions
+    from nnrt.ops._framework.registry import definitions
 
     assert "cpu" in line and f"{len(definitions())} of {len(OperationType)}" in line

@@ -158,7 +158,7 @@ def test_the_profile_times_every_operation_of_every_step(split: int) -> None:
     """Operations in run order: the first ``split`` on the reference driver, the rest on cpu."""
     import nnrt.onnx
     from nnrt.cli.profile import profile_model
-    from nnrt.runtime.placement import PlacementReport, StepReport
+    from nnrt.runtime.compile.placement import PlacementReport, StepReport
 
     model = nnrt.onnx.load(mlp(), input_shapes={"x": [3, 8]})
     order = list(model.run_order)
@@ -190,7 +190,7 @@ def test_the_profile_skips_the_views_of_int_and_bool_values() -> None:
     calls, not operations): the profile still lines calls up with operations."""
     import nnrt.onnx
     from nnrt.cli.profile import profile_model
-    from nnrt.runtime.placement import PlacementReport, StepReport
+    from nnrt.runtime.compile.placement import PlacementReport, StepReport
 
     nodes = [helper.make_node("Greater", ["x", "t"], ["mask"]),
              helper.make_node("Where", ["mask", "x", "z"], ["y"])]

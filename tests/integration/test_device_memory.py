@@ -255,7 +255,7 @@ async def test_token_after_worker_restart_is_unavailable() -> None:
         step = await rt.compile(state_model())
         buf = await rt.allocate(BufferDesc(), [BufferRole(step, 1)])
         await buf.copy_from(np.ones(4, np.float32))
-        pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         pool.slots[0].kill()
         for _ in range(200):
             if pool.slots[0].alive and pool.slots[0].client is not buf.handle.client:

@@ -46,7 +46,7 @@ async def test_a_stopped_worker_misses_deadlines_then_is_replaced() -> None:
     async with nnrt.Runtime(workers=1, cancel_grace=1.0) as rt:
         compiled = await rt.compile(add_model())
         await compiled.execute([X])
-        pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         pid = pool.slots[0].process.pid
         os.kill(pid, signal.SIGSTOP)
         try:

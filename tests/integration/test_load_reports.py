@@ -14,13 +14,13 @@ from models import add_model, slow_input, slow_model
 from service_client import RawClient, Worker, outputs_of
 
 import nnrt
-from nnrt.driver.load import REPORT_INTERVAL
 from nnrt.ipc.framing import encode_frame
 from nnrt.ipc.messages import LOAD_REPORT_ID, PROTOCOL_VERSION, Status, check_load_report
 from nnrt.model.wire import model_to_wire
-from nnrt.runtime.connection import FramedSocket, RequestClient
-from nnrt.runtime.pool import WorkerPool
-from nnrt.runtime.steering import PACK_DELAY, PACK_MAX_SERVICE
+from nnrt.runtime.backends.channel import FramedSocket, RequestClient
+from nnrt.runtime.backends.pool import WorkerPool
+from nnrt.runtime.backends.steering import PACK_DELAY, PACK_MAX_SERVICE
+from nnrt.worker.load import REPORT_INTERVAL
 
 X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
 EXPECTED = X + np.arange(1, 5, dtype=np.float32)
@@ -180,7 +180,7 @@ async def test_a_report_with_an_error_status_breaks_the_connection() -> None:
 # -- pools ---------------------------------------------------------------------------------------
 
 def _pool(rt: nnrt.Runtime) -> WorkerPool:
-    return rt._backend.pools["reference"]  # type: ignore[union-attr, no-any-return]
+    return rt._core.backend.pools["reference"]  # type: ignore[union-attr, no-any-return]
 
 
 async def _until(predicate: Any, timeout: float = 10.0) -> None:

@@ -52,7 +52,7 @@ def add_weights_model(weights: nnrt.Memory, n: int) -> nnrt.Model:
 
 
 def worker_pids(rt: nnrt.Runtime) -> list[int]:
-    pools = rt._backend.pools  # type: ignore[union-attr]
+    pools = rt._core.backend.pools  # type: ignore[union-attr]
     return [slot.process.pid for pool in pools.values() for slot in pool.slots
             if slot.process is not None]
 
@@ -164,7 +164,7 @@ async def test_plain_arrays_go_through_the_arena() -> None:
         compiled = await rt.compile(mul_model(shape))
         (view,) = await compiled.execute([x])
         np.testing.assert_array_equal(view, x * 2)
-        arena = rt._arena
+        arena = rt._core.arena
         assert arena is not None and arena.capacity >= 2 * x.nbytes
         found = find_memory(view)  # written by the worker into the arena, handed out as is
         assert found is not None and found[0].kind == "memfd"
@@ -300,7 +300,7 @@ async def test_driver_that_cannot_map_a_kind() -> None:
 def test_sync_facade_with_memory_closed_from_another_thread() -> None:
     with nnrt.Runtime.sync(workers=1) as rt:
         compiled = rt.compile(mul_model((4,)))
-        pid = rt._require()[1]._backend.pools["reference"].slots[0].process.pid  # type: ignore[union-attr]
+        pid = rt._require()[1]._core.backend.pools["reference"].slots[0].process.pid  # type: ignore[union-attr]
         compiled.execute([np.ones(4, np.float32)])
         base = mapped_memfds(pid)
         memory = rt.memory.create(4096)

@@ -33,13 +33,13 @@ import nnrt
 from nnrt.errors import BadData, DeadlineMissed, ResourceExhausted
 from nnrt.ipc.framing import FrameReader, encode_frame
 from nnrt.ipc.messages import PROTOCOL_VERSION, Status
-from nnrt.runtime.pool import DEFAULT_MAX_IN_FLIGHT, WorkerPool
+from nnrt.runtime.backends.pool import DEFAULT_MAX_IN_FLIGHT, WorkerPool
 
 pytestmark = pytest.mark.anyio
 
 LAUNCH = """
 import sys, anyio
-from nnrt.runtime.server import ClientLimits, serve
+from nnrt.serve.server import ClientLimits, serve
 path, workers, pools, device_bytes, in_flight = sys.argv[1], *map(int, sys.argv[2:])
 limits = ClientLimits(max_pools=pools, max_device_bytes=device_bytes, max_in_flight=in_flight)
 anyio.run(lambda: serve(path, workers={"reference": workers}, limits=limits))
@@ -139,7 +139,7 @@ async def flood(compiled: nnrt.CompiledModel, count: int
 async def test_the_queue_is_bounded_and_refusals_are_transient() -> None:
     model = busy_model(256, 6)
     async with nnrt.Runtime(workers=1, max_in_flight=1) as rt:
-        pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         pool.max_queue = 3
         compiled = await rt.compile(model)
         outcomes, refused = await flood(compiled, 24)
@@ -167,7 +167,7 @@ async def test_waiters_that_gave_up_do_not_pile_up() -> None:
     """Regression: a request that left the queue (deadline, cancel) stayed in the heap until a
     worker freed up; with the worker busy the heap grew without bound."""
     async with nnrt.Runtime(workers=1, max_in_flight=1) as rt:
-        pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         held = await pool.acquire(100, None)
         try:
             for _ in range(300):

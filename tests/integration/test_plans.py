@@ -155,7 +155,7 @@ async def test_a_worker_dying_mid_plan_fails_the_execution_cleanly() -> None:
     async with nnrt.Runtime(drivers=[ACME, "reference"], workers=1) as rt:
         compiled = await rt.compile(model)
         assert compiled.steps == 3
-        pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         outcome: list[object] = []
 
         async def run() -> None:

@@ -35,7 +35,7 @@ async def test_worker_polls_for_its_window_then_sleeps() -> None:
             compiled = await rt.compile(add_model())
             await compiled.execute([X])
             await anyio.sleep(0.05)  # past any window: the worker sleeps
-            pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+            pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
             pid = pool.slots[0].process.pid
             before = _cpu_seconds(pid)
             (y,) = await compiled.execute([X])
@@ -56,7 +56,7 @@ def test_runtime_refuses_a_bad_poll_window(window: object) -> None:
 
 @pytest.mark.parametrize("window", ["-1", "0.5", "soon", "nan"])
 def test_worker_refuses_a_bad_poll_window(window: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "nnrt.driver", "--driver", "reference",
+    done = subprocess.run([sys.executable, "-m", "nnrt.worker", "--driver", "reference",
                            "--fd", "0", "--poll-window", window],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
                           check=False)

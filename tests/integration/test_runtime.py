@@ -106,7 +106,7 @@ async def test_worker_killed_mid_execute_fails_only_its_requests_then_recovers()
     async with nnrt.Runtime(workers=2, max_in_flight=1) as rt:
         slow = await rt.compile(slow_model())
         fast = await rt.compile(add_model())
-        pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         outcomes: dict[int, object] = {}
 
         async def run(k: int) -> None:
@@ -187,7 +187,7 @@ async def test_children_reaped_when_body_raises() -> None:
     pids: list[int] = []
     with pytest.raises(RuntimeError, match="boom"):
         async with nnrt.Runtime(workers=2) as rt:
-            pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+            pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
             pids = [s.process.pid for s in pool.slots]  # type: ignore[union-attr]
             raise RuntimeError("boom")
     for pid in pids:
@@ -199,7 +199,7 @@ async def test_children_reaped_when_cancelled() -> None:
     pids: list[int] = []
     with anyio.CancelScope() as scope:
         async with nnrt.Runtime(workers=2) as rt:
-            pool = rt._backend.pools["reference"]  # type: ignore[union-attr]
+            pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
             pids = [s.process.pid for s in pool.slots]  # type: ignore[union-attr]
             scope.cancel()
             await anyio.sleep_forever()
@@ -227,7 +227,7 @@ async def test_pool_that_cannot_restart_fails_fast_then_recovers(
     monkeypatch.setenv("NNRT_TEST_BROKEN_MARKER", str(marker))
     async with nnrt.Runtime(drivers=["flaky_driver:factory"], workers=1) as rt:
         compiled = await rt.compile(add_model())
-        pool = rt._backend.pools["flaky_driver:factory"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["flaky_driver:factory"]  # type: ignore[union-attr]
         marker.write_text("x")
         pool.slots[0].kill()
         with anyio.fail_after(20):
@@ -254,7 +254,7 @@ async def test_worker_stuck_after_cancel_is_killed_and_requests_move_on(
         start = time.monotonic()
         with pytest.raises(nnrt.DeadlineMissed):
             await compiled.execute([X], timeout=0.2)
-        pool = rt._backend.pools["flaky_driver:StuckDriver"]  # type: ignore[union-attr]
+        pool = rt._core.backend.pools["flaky_driver:StuckDriver"]  # type: ignore[union-attr]
         with anyio.fail_after(10):
             while pool.restarts < 1 or not pool.slots[0].alive:
                 await anyio.sleep(0.05)

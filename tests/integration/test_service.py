@@ -1,4 +1,4 @@
-"""The worker service (``python -m nnrt.driver``) over real sockets, in real child processes."""
+"""The worker service (``python -m nnrt.worker``) over real sockets, in real child processes."""
 
 from __future__ import annotations
 

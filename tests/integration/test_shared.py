@@ -21,6 +21,7 @@ from service_client import running_service
 import nnrt
 from nnrt.ipc.framing import FrameReader, encode_frame, send_frame
 from nnrt.ipc.messages import PROTOCOL_VERSION
+from nnrt.runtime.compile.compilation import Compilation
 
 X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
 EXPECTED = X + np.arange(1, 5, dtype=np.float32)
@@ -81,7 +82,9 @@ async def test_handles_are_scoped_to_their_connection(service: str) -> None:
         compiled = await a.compile(add_model())
         (y,) = await compiled.execute([X])
         np.testing.assert_array_equal(y, EXPECTED)
-        stolen = nnrt.CompiledModel(b, compiled.model, compiled.ref, compiled.priority)
+        stolen = nnrt.CompiledModel(b, b._core, compiled.model,
+                                    Compilation([compiled.ref], None, compiled.placement()),
+                                    compiled.priority)
         with pytest.raises(nnrt.BadData, match="unknown handle"):
             await stolen.execute([X])
 

@@ -94,7 +94,7 @@ async def test_unknown_pool_ids_stay_scoped_to_their_client(service: Service) ->
             await (await first.compile(mul_model((4,)))).execute([x])  # shared by `first` only
             body = {"handle": compiled.ref.key[0], "priority": 100,
                     "inputs": [["float32", [4], memory.id, 0, 16]]}
-            client = second._backend._require()  # type: ignore[union-attr]
+            client = second._core.backend._require()  # type: ignore[union-attr]
             with pytest.raises(nnrt.BadData, match="unknown pool"):
                 await client.request("execute", body)
             del x
@@ -176,7 +176,7 @@ async def test_device_tokens_stay_with_their_client(service: Service) -> None:
         buf = await first.allocate(nnrt.BufferDesc(), [nnrt.BufferRole(mine, 1)])
         await buf.copy_from(np.ones(4, np.float32))
         theirs = await second.compile(state_model())
-        client = second._backend._require()  # type: ignore[union-attr]
+        client = second._core.backend._require()  # type: ignore[union-attr]
         body = {"handle": theirs.ref.key[0], "priority": 100,
                 "inputs": [["float32", [4], np.ones(4, np.float32).tobytes()],
                            ["device", buf.handle]]}

@@ -15,7 +15,7 @@ import pytest
 import nnrt
 from nnrt import OperandType as T
 from nnrt.model.operand import dtype_of, is_scalar
-from nnrt.ops.registry import definitions
+from nnrt.ops._framework.registry import definitions
 
 _TENSOR_TYPES = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8,
                  T.TENSOR_QUANT8_ASYMM]

@@ -10,9 +10,18 @@ import nnrt
 ROOT = Path(nnrt.__file__).parent
 # package -> packages it must never import
 FORBIDDEN = {
-    "model": {"runtime", "driver", "drivers", "ipc", "memory", "cache", "cli", "onnx", "testing"},
-    "ops": {"runtime", "driver", "drivers", "ipc", "memory", "cache", "cli", "onnx", "testing"},
-    "testing": {"runtime", "cli"},
+    "model": {"runtime", "hal", "worker", "drivers", "reference", "ipc", "memory", "cache", "cli",
+              "onnx", "testing", "serve"},
+    "ops": {"runtime", "hal", "worker", "drivers", "reference", "ipc", "memory", "cache", "cli",
+            "onnx", "testing", "serve"},
+    "testing": {"runtime", "cli", "worker", "serve"},
+    "hal": {"runtime", "worker", "serve", "cli"},
+    "worker": {"runtime", "serve", "cli"},
+    "drivers": {"runtime", "worker", "serve", "cli"},
+    "reference": {"runtime", "worker", "serve", "cli"},
+    "ipc": {"runtime", "worker", "serve", "cli", "hal"},
+    "memory": {"runtime", "worker", "serve", "cli", "hal"},
+    "runtime": {"worker", "serve", "cli"},
 }
 # file -> packages it may import despite FORBIDDEN: the .nnrt loader maps the file as an
 # ``mmap_fd`` Memory (nnrt.memory imports nothing of nnrt.model, so no cycle arises).
@@ -59,8 +68,9 @@ def test_worker_process_imports_no_client_code() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, nnrt.driver.service, nnrt.drivers.reference, nnrt.model.wire; "
-            "bad = sorted(m for m in sys.modules if m.startswith(('nnrt.runtime', 'anyio'))); "
+    code = ("import sys, nnrt.worker.service, nnrt.reference.driver, nnrt.model.wire; "
+            "bad = sorted(m for m in sys.modules if m.startswith(('nnrt.runtime', 'nnrt.serve', "
+            "'anyio'))); "
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout.strip()
@@ -68,7 +78,7 @@ def test_worker_process_imports_no_client_code() -> None:
 
 
 def test_driver_layer_never_imports_runtime() -> None:
-    for package in ("driver", "drivers", "ipc"):
+    for package in ("hal", "worker", "drivers", "reference", "ipc"):
         for path in (ROOT / package).rglob("*.py"):
             for name in _imports(path):
                 assert not name.startswith(("nnrt.runtime", "nnrt.cli")), f"{path} -> {name}"

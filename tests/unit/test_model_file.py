@@ -29,6 +29,7 @@ from nnrt.model.file_format import (
     encode_header,
     parse_header,
 )
+from nnrt.model.model import attach_aot
 
 RNG = np.random.default_rng(6)
 STAMP = Stamp("com.example.acme", "2.1", "acme-7", "0.1.0", "3.11")
@@ -183,7 +184,7 @@ def test_aot_records_and_modules_round_trip(tmp_path: Path) -> None:
         with pytest.raises(nnrt.BadData, match="module 2 is out of range"):
             loaded.aot.module_bytes(2)
         with pytest.raises(nnrt.BadState):
-            loaded._attach_aot(aot)
+            attach_aot(loaded, aot)
         # saving again without module bytes takes them from the loaded file
         nnrt.save(loaded, tmp_path / "again.nnrt", aot=loaded.aot)
     with _loaded(tmp_path / "again.nnrt") as again:

@@ -3,7 +3,7 @@ service's statistics."""
 
 from __future__ import annotations
 
-from nnrt.runtime.remote import RemoteBackend
+from nnrt.runtime.backends.remote import RemoteBackend
 from nnrt.runtime.stats import PoolStatistics, RuntimeStatistics
 
 

@@ -20,7 +20,7 @@ POOL = 7
 WEIGHTS = np.arange(64, dtype=np.float32) / 8
 
 
-class MappedPool:
+class MappedMemory:
     """A ConstantMemory over a shared anonymous mapping, as a worker's mapped pool offers."""
 
     def __init__(self, size: int) -> None:
@@ -34,8 +34,8 @@ class MappedPool:
         return memoryview(self.mapping)[offset:offset + length].toreadonly()
 
 
-def _resolver(pools: dict[int, MappedPool]) -> Any:
-    def resolve(pool_id: int, path: str) -> MappedPool:
+def _resolver(pools: dict[int, MappedMemory]) -> Any:
+    def resolve(pool_id: int, path: str) -> MappedMemory:
         try:
             return pools[pool_id]
         except KeyError:
@@ -44,14 +44,14 @@ def _resolver(pools: dict[int, MappedPool]) -> Any:
 
 
 @pytest.fixture
-def pool() -> MappedPool:
+def pool() -> MappedMemory:
     """1 KiB pool holding :data:`WEIGHTS` at offset 64."""
-    pool = MappedPool(1024)
+    pool = MappedMemory(1024)
     pool.mapping[64:64 + WEIGHTS.nbytes] = WEIGHTS.tobytes()
     return pool
 
 
-def _model(pool: MappedPool) -> nnrt.Model:
+def _model(pool: MappedMemory) -> nnrt.Model:
     """y = x + w and j = i + k: ``w`` (operand 1, FLOAT32 [64]) from the pool at offset 64, ``k``
     (operand 2) a TENSOR_INT32 [40] in-process value (CONSTANT_REFERENCE too: over 128 bytes)."""
     m = nnrt.Model()
@@ -76,13 +76,13 @@ def _place_everything(index: int) -> tuple[int, int, int]:
     return (POOL, 64, WEIGHTS.nbytes)
 
 
-def _wire(pool: MappedPool) -> dict[str, Any]:
+def _wire(pool: MappedMemory) -> dict[str, Any]:
     wire = model_to_wire(_model(pool), _place_everything)
     out: dict[str, Any] = msgpack.unpackb(msgpack.packb(wire), raw=False)
     return out
 
 
-def test_round_trip_reads_the_pool_in_place(pool: MappedPool) -> None:
+def test_round_trip_reads_the_pool_in_place(pool: MappedMemory) -> None:
     model = _model(pool)
     asked: list[int] = []
 
@@ -94,7 +94,7 @@ def test_round_trip_reads_the_pool_in_place(pool: MappedPool) -> None:
     assert asked == [1]  # only CONSTANT_REFERENCE operands of a data type are asked about
     assert wire["operands"][1]["ref"] == [POOL, 64, 256] and "value" not in wire["operands"][1]
     assert "ref" not in wire["operands"][2] and len(wire["operands"][2]["value"]) == 160
-    back = model_from_wire(wire, pools=_resolver({POOL: pool}))
+    back = model_from_wire(wire, memories=_resolver({POOL: pool}))
     operand = back.operand(1)
     assert operand.lifetime == L.CONSTANT_REFERENCE and operand.location is not None
     assert (operand.location.memory, operand.location.offset) == (pool, 64)
@@ -106,13 +106,13 @@ def test_round_trip_reads_the_pool_in_place(pool: MappedPool) -> None:
     assert nnrt.reference.run(back, [x, i])[0][0] == 101
 
 
-def test_without_place_everything_goes_by_value(pool: MappedPool) -> None:
+def test_without_place_everything_goes_by_value(pool: MappedMemory) -> None:
     wire = model_to_wire(_model(pool))
     assert wire["operands"][1]["value"] == WEIGHTS.tobytes()
     assert not any("ref" in operand for operand in wire["operands"])
 
 
-def test_parameter_types_go_by_value_whatever_place_says(pool: MappedPool) -> None:
+def test_parameter_types_go_by_value_whatever_place_says(pool: MappedMemory) -> None:
     wire = _wire(pool)
     refs = [i for i, operand in enumerate(wire["operands"]) if "ref" in operand]
     assert refs == [1]  # not the TENSOR_INT32 constant, nor the INT32 scalar
@@ -126,7 +126,7 @@ def test_parameter_types_go_by_value_whatever_place_says(pool: MappedPool) -> No
     ((POOL, True, 256), r"place\(\) must return"),
     ((POOL, 64, 255), r"place\(\) gave a length of 255 bytes, the operand has 256"),
 ])
-def test_bad_place_answers(pool: MappedPool, answer: Any, message: str) -> None:
+def test_bad_place_answers(pool: MappedMemory, answer: Any, message: str) -> None:
     with pytest.raises(nnrt.BadData, match=r"^model\.operands\[1\]: " + message):
         model_to_wire(_model(pool), lambda index: answer)
 
@@ -152,53 +152,53 @@ def test_bad_place_answers(pool: MappedPool, answer: Any, message: str) -> None:
     ({"pool": POOL}, r"\.ref: expected \[pool, offset, length\]"),
     (b"\x07", r"\.ref: expected \[pool, offset, length\]"),
 ])
-def test_bad_refs_are_bad_data(pool: MappedPool, ref: Any, message: str) -> None:
+def test_bad_refs_are_bad_data(pool: MappedMemory, ref: Any, message: str) -> None:
     wire = _wire(pool)
     wire["operands"][1]["ref"] = ref
     with pytest.raises(nnrt.BadData, match=r"^model\.operands\[1\]" + message):
-        model_from_wire(wire, pools=_resolver({POOL: pool}))
+        model_from_wire(wire, memories=_resolver({POOL: pool}))
 
 
-def test_ref_with_the_wrong_lifetime_or_type(pool: MappedPool) -> None:
+def test_ref_with_the_wrong_lifetime_or_type(pool: MappedMemory) -> None:
     resolve = _resolver({POOL: pool})
     wire = _wire(pool)
     wire["operands"][1]["lifetime"] = int(L.CONSTANT_COPY)
     with pytest.raises(nnrt.BadData, match=r"^model\.operands\[1\]\.ref: only CONSTANT_REFERENCE "
                                            r"operands carry a 'ref', this one is CONSTANT_COPY"):
-        model_from_wire(wire, pools=resolve)
+        model_from_wire(wire, memories=resolve)
     wire = _wire(pool)
     wire["operands"][0]["ref"] = [POOL, 64, 256]  # the model input
     with pytest.raises(nnrt.BadData, match=r"operands\[0\]\.ref: only CONSTANT_REFERENCE"):
-        model_from_wire(wire, pools=resolve)
+        model_from_wire(wire, memories=resolve)
     wire = _wire(pool)
     operand = wire["operands"][2]
     operand["ref"] = [POOL, 64, 160]
     del operand["value"]
     with pytest.raises(nnrt.BadData, match=r"^model\.operands\[2\]\.ref: TENSOR_INT32 operands "
                                            r"travel by value"):
-        model_from_wire(wire, pools=resolve)
+        model_from_wire(wire, memories=resolve)
     wire = _wire(pool)
     wire["operands"][1]["value"] = WEIGHTS.tobytes()
     with pytest.raises(nnrt.BadData, match=r"a 'value' or a 'ref', not both"):
-        model_from_wire(wire, pools=resolve)
+        model_from_wire(wire, memories=resolve)
     wire = _wire(pool)
     del wire["operands"][1]["ref"]
     with pytest.raises(nnrt.BadData, match=r"CONSTANT_REFERENCE operand needs a 'value' or a"):
-        model_from_wire(wire, pools=resolve)
+        model_from_wire(wire, memories=resolve)
 
 
-def test_refs_need_a_resolver(pool: MappedPool) -> None:
+def test_refs_need_a_resolver(pool: MappedMemory) -> None:
     with pytest.raises(nnrt.BadData, match=r"^model\.operands\[1\]\.ref: pool references are "
                                            r"not accepted here"):
         model_from_wire(_wire(pool))
 
 
-def test_a_resolver_that_refuses_is_reported_as_it_says(pool: MappedPool) -> None:
-    def released(pool_id: int, path: str) -> MappedPool:
+def test_a_resolver_that_refuses_is_reported_as_it_says(pool: MappedMemory) -> None:
+    def released(pool_id: int, path: str) -> MappedMemory:
         raise nnrt.BadData(f"{path}: pool {pool_id} was released")
 
     with pytest.raises(nnrt.BadData, match=r"^model\.operands\[1\]\.ref: pool 7 was released$"):
-        model_from_wire(_wire(pool), pools=released)
+        model_from_wire(_wire(pool), memories=released)
 
 
 def _subgraph_model() -> nnrt.Model:
@@ -225,13 +225,13 @@ def _subgraph_model() -> nnrt.Model:
     return outer.finish()
 
 
-def test_refs_in_nested_subgraphs_are_resolved_and_checked(pool: MappedPool) -> None:
+def test_refs_in_nested_subgraphs_are_resolved_and_checked(pool: MappedMemory) -> None:
     wire = model_to_wire(_subgraph_model(), _place_everything)
     inner = wire["operands"][3]["subgraph"]
     assert "value" in inner["operands"][1]  # place answers for the main graph only
     inner["operands"][1].update(lifetime=int(L.CONSTANT_REFERENCE), ref=[POOL, 64, 8])
     del inner["operands"][1]["value"]
-    back = model_from_wire(wire, pools=_resolver({POOL: pool}))
+    back = model_from_wire(wire, memories=_resolver({POOL: pool}))
     sub = back.operand(3).subgraph
     assert sub is not None
     np.testing.assert_array_equal(sub.constant_value(1), [WEIGHTS[:2]])
@@ -241,14 +241,14 @@ def test_refs_in_nested_subgraphs_are_resolved_and_checked(pool: MappedPool) -> 
     bad = copy.deepcopy(wire)
     bad["operands"][3]["subgraph"]["operands"][1]["ref"] = [POOL, 1020, 8]
     with pytest.raises(nnrt.BadData, match=r"subgraph\.operands\[1\]\.ref: bytes \[1020, 1028\)"):
-        model_from_wire(bad, pools=_resolver({POOL: pool}))
+        model_from_wire(bad, memories=_resolver({POOL: pool}))
 
 
-def test_refs_count_against_no_byte_budget(pool: MappedPool, monkeypatch: Any) -> None:
+def test_refs_count_against_no_byte_budget(pool: MappedMemory, monkeypatch: Any) -> None:
     monkeypatch.setattr("nnrt.model.wire.MAX_CONSTANT_BYTES", 200)
     wire = _wire(pool)  # 256 bytes by reference, 160 + 4 by value
-    model_from_wire(wire, pools=_resolver({POOL: pool}))
+    model_from_wire(wire, memories=_resolver({POOL: pool}))
     wire["operands"][1]["value"] = WEIGHTS.tobytes()
     del wire["operands"][1]["ref"]
     with pytest.raises(nnrt.BadData, match="exceed the limit of 200 bytes"):
-        model_from_wire(wire, pools=_resolver({POOL: pool}))
+        model_from_wire(wire, memories=_resolver({POOL: pool}))

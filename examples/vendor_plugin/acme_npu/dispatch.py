@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from nnrt.driver.plugin import Dispatch
 from nnrt.errors import BadData
+from nnrt.hal.plugin import Dispatch
 
 from acme_npu.bytecode import Opcode, Program
 from acme_npu.loader import decode

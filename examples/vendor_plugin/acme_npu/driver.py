@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from nnrt.driver.base import PerformanceInfo
-from nnrt.driver.plugin import PluginDriver
+from nnrt.hal.base import PerformanceInfo
+from nnrt.hal.plugin import PluginDriver
 
 from acme_npu.dispatch import AcmeDispatch
 from acme_npu.plugin import AcmePlugin

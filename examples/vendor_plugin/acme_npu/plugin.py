@@ -12,8 +12,8 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
-from nnrt.driver.plugin import CompiledResult, CompilerPlugin, PartitionResult
 from nnrt.errors import BadData, Unsupported
+from nnrt.hal.plugin import CompiledResult, CompilerPlugin, PartitionResult
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType, OperationType
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import nnrt
 import numpy as np
 import pytest
-from nnrt.driver.discovery import load_driver
-from nnrt.driver.plugin import PluginDriver
+from nnrt.hal.discovery import load_driver
+from nnrt.hal.plugin import PluginDriver
 
 from acme_npu import AcmePlugin, make_driver
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import nnrt
 import numpy as np
 import pytest
-from nnrt.driver.plugin import PluginDriver
+from nnrt.hal.plugin import PluginDriver
 from nnrt.model.types import OperandType, OperationType
 
 from acme_npu import AcmeDispatch, AcmePlugin

@@ -1,7 +1,7 @@
 """Stage 2: autotuning each matrix-product and convolution call on its real shapes.
 
 :func:`autotune` compiles the partition again (the same passes as stage 1), then, for every
-call of a kernel with variants (:data:`~nnrt.drivers.cpu.kernels_tuned.VARIANTS`), runs the
+call of a kernel with variants (:data:`~nnrt.drivers.cpu.kernels.tuned.VARIANTS`), runs the
 stage-1 kernel and each applicable variant on arrays of the call's exact shapes (the real
 pre-packed weights, random activations), checks each variant's result against the stage-1
 kernel's, and keeps the fastest (best of ``runs`` timed runs each; a variant must beat the
@@ -25,7 +25,8 @@ import numpy as np
 from nnrt.drivers.cpu.codegen import generate
 from nnrt.drivers.cpu.compiler import compile_partition
 from nnrt.drivers.cpu.graph import Graph, Node, Ref
-from nnrt.drivers.cpu.kernels_tuned import KERNELS, VARIANTS
+from nnrt.drivers.cpu.kernels import KERNELS
+from nnrt.drivers.cpu.kernels.tuned import VARIANTS
 from nnrt.drivers.cpu.memplan import plan_memory
 from nnrt.drivers.cpu.module import encode_module
 from nnrt.model.model import Model

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.driver.plugin import Dispatch
-from nnrt.drivers.cpu.kernels_tuned import KERNELS
+from nnrt.drivers.cpu.kernels import KERNELS
 from nnrt.drivers.cpu.module import Module, decode_module
 from nnrt.drivers.cpu.program import Program, load_program
 from nnrt.errors import BadData
+from nnrt.hal.plugin import Dispatch
 from nnrt.ops.floats import ignoring_float_errors
 
 __all__ = ["CpuDispatch", "CpuExecutable"]

@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import nnrt
+from nnrt._version import __version__
 from nnrt.cache.files import CacheFiles
-from nnrt.driver.base import PerformanceInfo, PreparedModel
-from nnrt.driver.plugin import CompiledResult, CompilerPlugin, PartitionResult, PluginDriver
 from nnrt.drivers.cpu.compiler import compile_module
 from nnrt.drivers.cpu.dispatch import CpuDispatch
 from nnrt.drivers.cpu.module import FORMAT, Module
@@ -16,6 +14,8 @@ from nnrt.drivers.cpu.split import join_module, split_module
 from nnrt.drivers.cpu.stages import CpuPreparedModel
 from nnrt.drivers.cpu.support import unsupported_reason
 from nnrt.errors import BadData
+from nnrt.hal.base import PerformanceInfo, PreparedModel
+from nnrt.hal.plugin import CompiledResult, CompilerPlugin, PartitionResult, PluginDriver
 from nnrt.model.model import Model
 
 __all__ = ["DEFAULT_OPTIMIZE_AFTER", "OPTIMIZE_AFTER", "CpuDriver", "CpuPlugin"]
@@ -34,7 +34,7 @@ class CpuPlugin(CompilerPlugin):
     """
 
     name = "cpu"
-    version = f"{nnrt.__version__}+cpu{FORMAT}"
+    version = f"{__version__}+cpu{FORMAT}"
     soc_manufacturer = "nnrt"
     supported_hardware = "cpu"
 

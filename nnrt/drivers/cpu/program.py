@@ -34,8 +34,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from nnrt.drivers.cpu.kernels import slot
-from nnrt.drivers.cpu.kernels_typed import typed_slot
+from nnrt.drivers.cpu.kernels.basic import slot
+from nnrt.drivers.cpu.kernels.typed import typed_slot
 from nnrt.errors import BadData
 
 __all__ = ["MAX_FRAME", "MAX_STEPS", "REF_CODE", "Program", "ValueRef", "load_program",

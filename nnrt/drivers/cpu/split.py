@@ -1,4 +1,4 @@
-"""Splitting a bytecode module for the two cache kinds, and joining it back (SEEDS §1).
+"""Splitting a bytecode module for NNAPI's two cache kinds (model, data), and joining it back.
 
 The **code** (model cache, security sensitive) is the module's msgpack map with each tensor's
 bytes replaced by its descriptor, plus the size of the constants blob::

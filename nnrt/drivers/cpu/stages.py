@@ -1,4 +1,5 @@
-"""``CpuPreparedModel``: multi-stage compilation (SEEDS §1, "Advanced uses").
+"""``CpuPreparedModel``: multi-stage compilation (NNAPI compilation caching's advanced use:
+a fast compile first, an optimised one later).
 
 Stage 1 is the module the plugin compiled (fast). After ``optimize_after`` executions the
 prepared model starts one background thread that autotunes a stage-2 module
@@ -28,12 +29,12 @@ from typing import Any, Literal
 import numpy as np
 
 from nnrt.cache.files import CacheFiles
-from nnrt.driver.base import ExecutionControl
-from nnrt.driver.plugin import FORBID_COMPILE, PluginDriver, PluginPreparedModel
 from nnrt.drivers.cpu.autotune import Trial, TunedModule, autotune, close_enough
 from nnrt.drivers.cpu.dispatch import CpuExecutable
 from nnrt.drivers.cpu.module import Module
 from nnrt.errors import NnrtError, OpFailed
+from nnrt.hal.base import ExecutionControl
+from nnrt.hal.plugin import FORBID_COMPILE, PluginDriver, PluginPreparedModel
 from nnrt.model.model import Model
 
 __all__ = ["JOIN_TIMEOUT", "CpuPreparedModel", "OptimizationState"]
@@ -44,7 +45,7 @@ JOIN_TIMEOUT = 10.0
 #: ``off``: never optimises (disabled, compile forbidden, or already stage 2); ``waiting``:
 #: counting executions; ``running``; then ``done``, ``failed`` or ``stopped`` (released).
 OptimizationState = Literal["off", "waiting", "running", "done", "failed", "stopped"]
-_log = logging.getLogger("nnrt.driver")
+_log = logging.getLogger("nnrt.worker")
 
 
 class CpuPreparedModel(PluginPreparedModel):

@@ -13,17 +13,12 @@ breaks: "operation type TOPK_V2 not accelerated", "TENSOR_FLOAT16 not supported"
 from __future__ import annotations
 
 from nnrt.drivers.cpu.lowering import LOWERINGS, static_context
-from nnrt.drivers.cpu.lowering_data import DATA_LOWERINGS
-from nnrt.drivers.cpu.lowering_ext import EXT_LOWERINGS
-from nnrt.drivers.cpu.lowering_lstm import LSTM_LOWERINGS
-from nnrt.drivers.cpu.lowering_math import MATH_LOWERINGS
-from nnrt.drivers.cpu.lowering_nn import NN_LOWERINGS, conv_geometry
-from nnrt.drivers.cpu.lowering_typed import TYPED_LOWERINGS
+from nnrt.drivers.cpu.lowering.nn import conv_geometry
 from nnrt.errors import NnrtError
 from nnrt.model.model import Model
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops.context import Unknown
+from nnrt.ops._framework.context import Unknown
 
 __all__ = ["ACCELERATED", "unsupported_reason"]
 
@@ -31,9 +26,7 @@ T = OperandType
 Op = OperationType
 
 #: Operation types the compiler can lower.
-ACCELERATED = (frozenset(LOWERINGS) | frozenset(NN_LOWERINGS) | frozenset(EXT_LOWERINGS)
-               | frozenset(MATH_LOWERINGS) | frozenset(DATA_LOWERINGS)
-               | frozenset(LSTM_LOWERINGS) | frozenset(TYPED_LOWERINGS))
+ACCELERATED = frozenset(LOWERINGS)
 _PARAMETER_TYPES = (T.INT32, T.UINT32, T.FLOAT32, T.BOOL, T.TENSOR_INT32)
 #: (operation, input slot, type) of int32 data the kernels read at execution (static shape
 #: required, not a constant): GATHER's indices, range-checked by the kernel.

@@ -28,8 +28,8 @@ from nnrt.onnx.dtypes import operand_type_for
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.elementwise import binary
+from nnrt.ops._framework.registry import definitions
 from nnrt.ops.reduce import reduced_shape
-from nnrt.ops.registry import definitions
 
 Array = np.ndarray[Any, Any]
 

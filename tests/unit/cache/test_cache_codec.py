@@ -45,7 +45,7 @@ def _load(tmp_path: Path, store: IntegrityStore, name: str = "a", token: bytes =
 
 
 def test_limits_match_the_driver_hal() -> None:
-    from nnrt.driver.base import CACHE_TOKEN_BYTES, MAX_CACHE_FILES
+    from nnrt.hal.base import CACHE_TOKEN_BYTES, MAX_CACHE_FILES
 
     assert (TOKEN_BYTES, MAX_FILES) == (CACHE_TOKEN_BYTES, MAX_CACHE_FILES)
 

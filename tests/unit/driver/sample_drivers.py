@@ -13,8 +13,8 @@ import numpy as np
 
 import nnrt
 from nnrt import OperationType
-from nnrt.driver.base import ExecutionControl, PreparedModel
-from nnrt.drivers.reference import ReferenceDriver, ReferencePreparedModel
+from nnrt.hal.base import ExecutionControl, PreparedModel
+from nnrt.reference.driver import ReferenceDriver, ReferencePreparedModel
 
 
 class NoAddDriver(ReferenceDriver):

@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 
 import nnrt
-from nnrt.driver.buffers import (
+from nnrt.hal.buffers import (
     BufferDesc,
     BufferSpec,
     HostBuffer,
     RoleOperand,
     check_roles,
 )
-from nnrt.drivers.reference import ReferenceDriver
 from nnrt.model.builder import ModelBuilder
 from nnrt.model.operand import ChannelQuant, Operand
 from nnrt.model.types import OperandType as T
+from nnrt.reference.driver import ReferenceDriver
 
 F32 = T.TENSOR_FLOAT32
 

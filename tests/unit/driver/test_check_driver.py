@@ -15,19 +15,19 @@ import numpy as np
 import pytest
 
 import nnrt
-from nnrt.driver.base import ExecutionControl, ExecutionResult, PreparedModel, PrepareOptions
-from nnrt.driver.plugin import (
+from nnrt.errors import BadData
+from nnrt.hal.base import ExecutionControl, ExecutionResult, PreparedModel, PrepareOptions
+from nnrt.hal.conformance.kit import ConformanceReport, check_driver
+from nnrt.hal.plugin import (
     CompiledResult,
     CompilerPlugin,
     Dispatch,
     PartitionResult,
     PluginDriver,
 )
-from nnrt.driver.testing import ConformanceReport, check_driver
-from nnrt.drivers.reference import ReferenceDriver, ReferencePreparedModel
-from nnrt.errors import BadData
 from nnrt.model.model import Model
 from nnrt.model.types import OperandLifetime, OperandType, OperationType
+from nnrt.reference.driver import ReferenceDriver, ReferencePreparedModel
 
 Array = np.ndarray[Any, Any]
 

@@ -8,8 +8,8 @@ import pytest
 from sample_drivers import NoAddDriver
 
 import nnrt
-from nnrt.driver import available_drivers, load_driver
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.hal import available_drivers, load_driver
+from nnrt.reference.driver import ReferenceDriver
 
 
 def test_reference_is_available_by_name() -> None:

@@ -11,7 +11,7 @@ from sample_drivers import ONES, add_mul, chain
 
 import nnrt
 from nnrt import OperandType as T
-from nnrt.driver import (
+from nnrt.hal import (
     Cancelled,
     DriverInfo,
     ExecutionResult,
@@ -19,8 +19,8 @@ from nnrt.driver import (
     PrepareOptions,
     load_driver,
 )
-from nnrt.driver.buffers import BufferDesc
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.hal.buffers import BufferDesc
+from nnrt.reference.driver import ReferenceDriver
 
 
 @pytest.fixture
@@ -218,7 +218,7 @@ def test_cache_and_allocation_are_not_supported_by_default(driver: ReferenceDriv
         driver.allocate(None, [])  # type: ignore[arg-type]
 
     class NoBuffers(ReferenceDriver):
-        _allocate = nnrt.driver.Driver._allocate  # the base hook: memory domains are optional
+        _allocate = nnrt.hal.Driver._allocate  # the base hook: memory domains are optional
 
     plain = NoBuffers()
     with plain.prepare(chain(1)) as prepared, pytest.raises(

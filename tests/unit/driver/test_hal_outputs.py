@@ -9,7 +9,7 @@ import pytest
 from sample_drivers import ONES, DoublingDriver, add_mul, chain
 
 import nnrt
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.reference.driver import ReferenceDriver
 
 Array = np.ndarray[Any, Any]
 

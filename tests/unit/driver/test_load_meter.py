@@ -1,8 +1,8 @@
-"""The worker's load meter (nnrt.driver.load): spans, accumulation, reset."""
+"""The worker's load meter (nnrt.worker.load): spans, accumulation, reset."""
 
 from __future__ import annotations
 
-from nnrt.driver.load import REPORT_INTERVAL, LoadMeter
+from nnrt.worker.load import REPORT_INTERVAL, LoadMeter
 
 
 def test_a_report_is_due_once_the_interval_has_passed() -> None:

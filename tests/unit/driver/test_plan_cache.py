@@ -8,7 +8,7 @@ import pytest
 import nnrt
 from nnrt import OperandType as T
 from nnrt import OperationType as Op
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.reference.driver import ReferenceDriver
 
 
 def test_cached_shapes_follow_changing_input_shapes() -> None:

@@ -15,8 +15,8 @@ import numpy as np
 import posix_ipc
 import pytest
 
-from nnrt.driver.pools import MAX_POOLS, MappedPool, PoolTable
 from nnrt.errors import BadData, ResourceExhausted, Unmappable
+from nnrt.memory.mapped import MAX_POOLS, MappedMemory, MappingTable
 from nnrt.model.operand import ConstantMemory
 
 F32 = np.dtype(np.float32)
@@ -37,13 +37,13 @@ def map_body(pool: int, kind: str, size: int, writable: bool = True, **extra: An
 
 
 @pytest.fixture
-def table() -> Iterator[PoolTable]:
-    pools = PoolTable()
+def table() -> Iterator[MappingTable]:
+    pools = MappingTable()
     yield pools
     pools.close_all()
 
 
-def test_memfd_pool_views_share_the_bytes(table: PoolTable) -> None:
+def test_memfd_pool_views_share_the_bytes(table: MappingTable) -> None:
     fd = memfd(64)
     try:
         ours = mmap.mmap(fd, 64)
@@ -62,7 +62,7 @@ def test_memfd_pool_views_share_the_bytes(table: PoolTable) -> None:
         os.close(fd)
 
 
-def test_every_reference_check(table: PoolTable) -> None:
+def test_every_reference_check(table: MappingTable) -> None:
     fd = memfd(64)
     try:
         pool = table.map("t", map_body(3, "memfd", 64), [os.dup(fd)])
@@ -87,7 +87,7 @@ def test_every_reference_check(table: PoolTable) -> None:
         os.close(fd)
 
 
-def test_read_only_pool_refuses_outputs(table: PoolTable) -> None:
+def test_read_only_pool_refuses_outputs(table: MappingTable) -> None:
     fd = memfd(16)
     try:
         pool = table.map("t", map_body(1, "memfd", 16, writable=False), [os.dup(fd)])
@@ -98,7 +98,7 @@ def test_read_only_pool_refuses_outputs(table: PoolTable) -> None:
         os.close(fd)
 
 
-def test_memfd_checks_seals_size_and_kind(table: PoolTable) -> None:
+def test_memfd_checks_seals_size_and_kind(table: MappingTable) -> None:
     cases = [
         (memfd(32, seals=0), 32, "not sealed against shrinking and growing"),
         (memfd(32, seals=fcntl.F_SEAL_SHRINK), 32, "not sealed"),
@@ -114,7 +114,7 @@ def test_memfd_checks_seals_size_and_kind(table: PoolTable) -> None:
     assert len(table) == 0
 
 
-def test_request_checks(table: PoolTable) -> None:
+def test_request_checks(table: MappingTable) -> None:
     bodies = [
         (map_body(0, "memfd", 16), 1, "pool id 0 must be from 1"),
         (map_body(2**53, "memfd", 16), 1, "pool id"),
@@ -137,7 +137,7 @@ def test_request_checks(table: PoolTable) -> None:
     assert len(table) == 0
 
 
-def test_duplicates_unknown_and_released_ids(table: PoolTable) -> None:
+def test_duplicates_unknown_and_released_ids(table: MappingTable) -> None:
     table.map("t", map_body(7, "memfd", 16), [memfd(16)])
     with pytest.raises(BadData, match="pool 7 is already mapped"):
         table.map("t", map_body(7, "memfd", 16), [memfd(16)])
@@ -157,7 +157,7 @@ def test_duplicates_unknown_and_released_ids(table: PoolTable) -> None:
 
 def test_pool_and_byte_limits() -> None:
     assert MAX_POOLS == 4096
-    table = PoolTable(max_pools=3, max_bytes=1 << 20)
+    table = MappingTable(max_pools=3, max_bytes=1 << 20)
     try:
         for pool_id in (1, 2, 3):
             table.map("t", map_body(pool_id, "memfd", 4096), [memfd(4096)])
@@ -172,7 +172,7 @@ def test_pool_and_byte_limits() -> None:
         table.close_all()
 
 
-def test_mmap_fd_unaligned_offset_and_truncation(table: PoolTable, tmp_path: Path) -> None:
+def test_mmap_fd_unaligned_offset_and_truncation(table: MappingTable, tmp_path: Path) -> None:
     path = tmp_path / "weights.bin"
     path.write_bytes(bytes(range(256)) * 64)  # 16 KiB
     offset = mmap.ALLOCATIONGRANULARITY + 64
@@ -200,7 +200,7 @@ def test_mmap_fd_unaligned_offset_and_truncation(table: PoolTable, tmp_path: Pat
         table.map("t", map_body(3, "mmap_fd", 64), [read_end])
 
 
-def test_blob_by_name(table: PoolTable) -> None:
+def test_blob_by_name(table: MappingTable) -> None:
     name = f"/nnrt-test-{os.getpid()}-{secrets.token_hex(8)}"
     shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, size=4096)
     try:
@@ -220,7 +220,7 @@ def test_blob_by_name(table: PoolTable) -> None:
         table.map("t", map_body(3, "blob", 16, name=name), [])
 
 
-def test_close_with_live_views_keeps_them_valid(table: PoolTable) -> None:
+def test_close_with_live_views_keeps_them_valid(table: MappingTable) -> None:
     pool = table.map("t", map_body(1, "memfd", 64), [memfd(64)])
     view = pool.array(F32, [16], 0, 64, "outputs[0]", output=True)
     constant = pool.view(0, 8)
@@ -239,7 +239,7 @@ def test_close_all_releases_every_fd(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"\0" * 4096)
     before = len(os.listdir("/proc/self/fd"))
-    table = PoolTable()
+    table = MappingTable()
     for pool_id in range(1, 6):
         table.map("t", map_body(pool_id, "mmap_fd", 4096), [os.open(path, os.O_RDWR)])
     assert len(os.listdir("/proc/self/fd")) == before + 5  # one each, kept by the mapping
@@ -248,8 +248,8 @@ def test_close_all_releases_every_fd(tmp_path: Path) -> None:
 
 
 def test_pool_repr() -> None:
-    table = PoolTable()
-    pool: MappedPool = table.map("t", map_body(1, "memfd", 16, writable=False), [memfd(16)])
-    assert repr(pool) == "<MappedPool 1 memfd 16 bytes ro>"
+    table = MappingTable()
+    pool: MappedMemory = table.map("t", map_body(1, "memfd", 16, writable=False), [memfd(16)])
+    assert repr(pool) == "<MappedMemory 1 memfd 16 bytes ro>"
     table.close_all()
-    assert repr(pool) == "<MappedPool 1 memfd 16 bytes closed>"
+    assert repr(pool) == "<MappedMemory 1 memfd 16 bytes closed>"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import nnrt
-from nnrt.drivers.reference import ReferenceDriver
+from nnrt.reference.driver import ReferenceDriver
 from nnrt.testing import CaseVariant, build, expand
 from nnrt.testing.cases import all_cases
 

@@ -9,9 +9,9 @@ import pytest
 from cpu_models import benchmark_module, random_graph
 
 import nnrt
-from nnrt.driver.discovery import available_drivers, load_driver
-from nnrt.driver.plugin import CompiledResult, PluginDriver
 from nnrt.drivers.cpu import FORMAT, CpuDispatch, CpuDriver, CpuPlugin
+from nnrt.hal.discovery import available_drivers, load_driver
+from nnrt.hal.plugin import CompiledResult, PluginDriver
 from nnrt.testing.spec import FLOAT32_TOL
 
 BENCH = benchmark_module()

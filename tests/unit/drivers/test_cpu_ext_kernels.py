@@ -1,4 +1,4 @@
-"""The cpu driver's extension kernels (nnrt/drivers/cpu/kernels_ext.py): the float32 erf
+"""The cpu driver's extension kernels (nnrt/drivers/cpu/kernels/ext.py): the float32 erf
 approximation measured against ``math.erf`` on a dense grid, layer_norm against an independent
 float64 computation, and both lowered end to end (GELU and LayerNorm models vs the reference)."""
 
@@ -12,7 +12,7 @@ import pytest
 
 import nnrt
 from nnrt.drivers.cpu import CpuDriver, compile_partition
-from nnrt.drivers.cpu.kernels_ext import ERF_SCRATCH, erf, layer_norm
+from nnrt.drivers.cpu.kernels.ext import ERF_SCRATCH, erf, layer_norm
 from nnrt.testing.spec import FLOAT32_TOL
 
 Op = nnrt.OperationType

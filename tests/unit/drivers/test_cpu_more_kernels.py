@@ -15,8 +15,8 @@ import pytest
 
 import nnrt
 from nnrt.drivers.cpu import CpuDriver, compile_partition
-from nnrt.drivers.cpu.kernels_data import mirror_pad, pad, slice_copy, tile
-from nnrt.drivers.cpu.kernels_typed import typed_slot
+from nnrt.drivers.cpu.kernels.data import mirror_pad, pad, slice_copy, tile
+from nnrt.drivers.cpu.kernels.typed import typed_slot
 from nnrt.drivers.cpu.module import decode_module, encode_module
 from nnrt.drivers.cpu.split import join_module, split_module
 from nnrt.model.builder import Omitted

@@ -14,14 +14,14 @@ from cpu_models import benchmark_module, random_graph
 import nnrt
 from nnrt.cache import CacheFiles
 from nnrt.cache.files import CacheFiles as Files
-from nnrt.driver.base import PreparedModel
-from nnrt.driver.discovery import load_driver
-from nnrt.driver.plugin import FORBID_COMPILE
 from nnrt.drivers.cpu import CpuDriver
 from nnrt.drivers.cpu.autotune import TunedModule, autotune
-from nnrt.drivers.cpu.kernels_tuned import VARIANTS
+from nnrt.drivers.cpu.kernels.tuned import VARIANTS
 from nnrt.drivers.cpu.module import decode_module
 from nnrt.drivers.cpu.stages import CpuPreparedModel
+from nnrt.hal.base import PreparedModel
+from nnrt.hal.discovery import load_driver
+from nnrt.hal.plugin import FORBID_COMPILE
 
 BENCH = benchmark_module()
 WAIT = 30.0
@@ -210,7 +210,7 @@ def test_a_failing_background_step_is_logged_and_stage_one_runs_on(
     _Blocking.started = threading.Event()
     _Blocking.fail = True
     try:
-        with caplog.at_level(logging.WARNING, "nnrt.driver"), \
+        with caplog.at_level(logging.WARNING, "nnrt.worker"), \
                 _BlockingDriver(optimize_after=2).prepare(model, cache=cache_files) as prepared:
             assert isinstance(prepared, _Blocking)
             want = prepared.execute(inputs).outputs

@@ -15,7 +15,7 @@ import nnrt.ops.control
 from nnrt import OperandType as T
 from nnrt import OperationType as Op
 from nnrt.model.builder import ModelBuilder
-from nnrt.ops.interpreter import ExecutionPlan
+from nnrt.reference.interpreter import ExecutionPlan
 
 F32, BOOL8 = T.TENSOR_FLOAT32, T.TENSOR_BOOL8
 IF = r"operation 0 \(IF\)"

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import nnrt
-from nnrt.ops.interpreter import ExecutionPlan, InputBinder
+from nnrt.model.binding import InputBinder
+from nnrt.reference.interpreter import ExecutionPlan
 
 
 def _two_input_model() -> nnrt.Model:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import nnrt
-from nnrt.driver.discovery import load_driver
 from nnrt.errors import BadData, DeadlineMissed, OpFailed
+from nnrt.hal.discovery import load_driver
 from nnrt.model.operand import dtype_of
-from nnrt.ops.interpreter import ExecutionPlan
+from nnrt.reference.interpreter import ExecutionPlan
 
 T = nnrt.OperandType
 OPS = [nnrt.OperationType.ADD, nnrt.OperationType.SUB, nnrt.OperationType.MUL,

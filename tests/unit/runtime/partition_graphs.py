@@ -10,9 +10,9 @@ import numpy as np
 
 from nnrt import Model
 from nnrt import OperandType as T
-from nnrt.driver.info import PerformanceInfo
+from nnrt.hal.info import PerformanceInfo
 from nnrt.model.types import ExecutionPreference, OperationType
-from nnrt.runtime.partitioner import DriverSupport, Partitioning
+from nnrt.runtime.compile.partitioner import DriverSupport, Partitioning
 
 UNARY = ("RELU", "TANH")
 BINARY = ("ADD", "MUL", "SUB")

@@ -7,7 +7,7 @@ import pytest
 
 import nnrt
 from nnrt.model.builder import ModelBuilder
-from nnrt.runtime.cache import model_token, step_token
+from nnrt.runtime.compile.caching import model_token, step_token
 
 APP = bytes(range(32))
 BASE = dict(operations=[0, 1, 2], driver="cpu", version="1.0", preference=1, priority=100)

@@ -8,9 +8,9 @@ import pytest
 from partition_graphs import OpSpec, build, check_partitioning, random_case, random_spec, support
 
 import nnrt
-from nnrt.drivers.reference import ReferenceDriver
 from nnrt.model.types import ExecutionPreference as Pref
-from nnrt.runtime.partitioner import DriverSupport, Partition, Partitioning, partition_model
+from nnrt.reference.driver import ReferenceDriver
+from nnrt.runtime.compile.partitioner import DriverSupport, Partition, Partitioning, partition_model
 
 ALL, NONE = True, False
 

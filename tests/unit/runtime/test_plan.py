@@ -12,9 +12,9 @@ import pytest
 from partition_graphs import OpSpec, build, random_case, random_inputs, support
 
 import nnrt
-from nnrt.drivers.reference import ReferenceDriver
-from nnrt.runtime.partitioner import Partition, Partitioning, partition_model
-from nnrt.runtime.plan import Plan, Runner, Source, build_plan
+from nnrt.reference.driver import ReferenceDriver
+from nnrt.runtime.compile.partitioner import Partition, Partitioning, partition_model
+from nnrt.runtime.compile.plan import Plan, Runner, Source, build_plan
 
 Array = np.ndarray[Any, Any]
 

@@ -1,4 +1,4 @@
-"""The packing decision (nnrt.runtime.steering): trials, confirmation, back-off, pack limits."""
+"""The packing decision (nnrt.runtime.backends.steering): trials, confirmation, back-off, limits."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from nnrt.runtime.steering import (
+from nnrt.runtime.backends.steering import (
     FIRST_TRIAL,
     GAIN,
     MAX_TRIAL_INTERVAL,

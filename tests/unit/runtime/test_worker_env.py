@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nnrt.runtime import process
+from nnrt.runtime.backends import process
 
 
 def test_workers_default_to_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:

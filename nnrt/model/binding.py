@@ -1,0 +1,134 @@
+"""Binding execution inputs to a model's input operands: count, order, dtype, range and shape.
+
+:class:`InputBinder` is what every executor checks a request with — the reference interpreter,
+the drivers' base class and the runtime's client side — so a bad input gets the same message,
+naming the input and its operand, wherever it is caught.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nnrt.errors import BadData
+from nnrt.model.operand import dtype_of, is_scalar
+from nnrt.model.values import coerce_value, dims_compatible
+
+if TYPE_CHECKING:
+    from nnrt.model.model import Model
+    from nnrt.model.operand import Operand
+
+__all__ = ["InputBinder", "Inputs"]
+
+#: Execution inputs: a sequence in model input order, or a mapping by position or input name.
+Inputs = Sequence[Any] | Mapping[int | str, Any]
+Array = np.ndarray[Any, Any]
+
+#: The (class, dtype, shape) of a value: an exact input is bound in one comparison of these.
+_FORM = operator.attrgetter("__class__", "dtype", "shape")
+
+
+class _InputSlot:
+    """What one model input must look like, with its error-message prefix precomputed."""
+
+    __slots__ = ("dims", "dtype", "exact", "index", "operand", "position")
+
+    def __init__(self, position: int, index: int, operand: Operand) -> None:
+        self.position = position
+        self.index = index
+        self.operand = operand
+        self.dtype = dtype_of(operand.type)
+        self.dims = operand.dims
+        #: Whether an ndarray of exactly ``dtype`` and shape ``dims`` needs no further check.
+        self.exact = not is_scalar(operand.type) and bool(self.dims) and all(
+            d > 0 for d in self.dims)
+
+    @property
+    def where(self) -> str:
+        """``input 0 (operand 3, TENSOR_FLOAT32[1, 4])``: the prefix of error messages."""
+        return f"input {self.position} (operand {self.index}, {self.operand.describe()})"
+
+    def check(self, value: Any) -> Array:
+        """The general check (:meth:`InputBinder.bind` passes exact arrays without a call)."""
+        where = self.where
+        if value is None:
+            raise BadData(f"{where}: no value given")
+        arr = coerce_value(self.operand, value, where)
+        if not dims_compatible(self.dims, arr.shape):
+            raise BadData(f"{where}: shape {arr.shape} does not match the declared dims")
+        return arr
+
+
+class InputBinder:
+    """Checks execution inputs against a model's input operands (count, dtype, range, shape)."""
+
+    __slots__ = ("_forms", "_model", "_slots")
+
+    def __init__(self, model: Model) -> None:
+        self._model = model
+        operands = model.operands
+        self._slots = tuple(_InputSlot(p, i, operands[i]) for p, i in enumerate(model.inputs))
+        #: When every input has a fully static shape: per input, the (class, dtype, shape) of
+        #: an array that needs no check — a list of inputs all such is bound in one comparison.
+        self._forms = [(np.ndarray, slot.dtype, tuple(slot.dims)) for slot in self._slots
+                       ] if all(slot.exact for slot in self._slots) else None
+
+    def bind(self, inputs: Inputs, keep: type | None = None) -> list[Any]:
+        """The checked input arrays in model input order, or ``BadData`` saying what is wrong.
+
+        ``inputs`` is a sequence in model input order, or a mapping keyed by input position or
+        input operand name. Arrays of the exact dtype are used as given (not copied). Values
+        that are instances of ``keep`` are passed through unchecked (someone else checks them:
+        the runtime's device memories).
+        """
+        forms = self._forms
+        if forms is not None and inputs.__class__ is list:
+            try:
+                if list(map(_FORM, inputs)) == forms:  # exact ndarrays, in the right count
+                    return list(inputs)
+            except Exception:  # not arrays (no dtype, a property that raises...): each is
+                pass  # checked below, by the general path that names the culprit
+        slots = self._slots
+        if inputs.__class__ is list:
+            ordered = inputs
+        elif isinstance(inputs, Mapping):
+            ordered = self._order(inputs)
+        else:
+            ordered = list(inputs)
+        if len(ordered) != len(slots):
+            raise BadData(f"expected {len(slots)} inputs, got {len(ordered)}")
+        checked = []
+        for slot, value in zip(slots, ordered, strict=True):
+            if (slot.exact and value.__class__ is np.ndarray and (
+                    value.dtype is slot.dtype or value.dtype == slot.dtype)
+                    and value.shape == slot.dims) or (keep is not None and isinstance(value, keep)):
+                checked.append(value)  # what coerce_value returns for it, without its checks
+            else:
+                checked.append(slot.check(value))
+        return checked
+
+    def order(self, inputs: Inputs) -> list[Any]:
+        """``inputs`` (a sequence or a mapping by position or name) as a list in model order,
+        unchecked (``BadData`` for a wrong count, unknown names or missing inputs)."""
+        if inputs.__class__ is not list and isinstance(inputs, Mapping):
+            return self._order(inputs)
+        ordered = list(inputs)
+        if len(ordered) != len(self._slots):
+            raise BadData(f"expected {len(self._slots)} inputs, got {len(ordered)}")
+        return ordered
+
+    def _order(self, inputs: Mapping[int | str, Any]) -> list[Any]:
+        count = len(self._slots)
+        by_position: dict[int, Any] = {}
+        for key, value in inputs.items():
+            position = self._model.find_input(key) if isinstance(key, str) else int(key)
+            if not 0 <= position < count:
+                raise BadData(f"input {key!r} is out of range (the model has {count} inputs)")
+            by_position[position] = value
+        missing = [p for p in range(count) if p not in by_position]
+        if missing:
+            raise BadData(f"inputs {missing} are missing (the model has {count} inputs)")
+        return [by_position[p] for p in range(count)]

@@ -1,0 +1,189 @@
+"""Shared mode, client side: a runtime backed by an ``nnrt serve`` service over a Unix socket."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from anyio.abc import TaskGroup
+
+from nnrt.errors import UnavailableDevice
+from nnrt.hal.base import DriverInfo
+from nnrt.ipc.messages import PROTOCOL_VERSION
+from nnrt.memory.source import MemorySource
+from nnrt.runtime.backends.base import CompiledRef, execute_body
+from nnrt.runtime.backends.channel import FramedSocket, RequestClient
+from nnrt.runtime.backends.sharing import MemorySharing
+from nnrt.runtime.compile.caching import StepCache
+from nnrt.runtime.stats import RuntimeStatistics
+
+__all__ = ["RemoteBackend"]
+
+
+class RemoteBackend:
+    """Sends compile / execute / release to the service; it owns pools, models and limits."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._client: RequestClient | None = None
+        self._devices: list[DriverInfo] = []
+        #: The service's pool names (what ``devices=`` names), parallel to ``_devices``.
+        self._names: list[str] = []
+        self._stats = RuntimeStatistics()
+        #: Allocations the service's driver refused that this client served from shared memory.
+        self._fallbacks: dict[str, int] = {}
+        #: The pools shared with the service (it shares them with its workers in turn).
+        self.sharing = MemorySharing()
+
+    async def start(self, tg: TaskGroup) -> None:
+        """Connect, run the receive loop in ``tg`` and say hello."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.path)
+        except OSError as exc:
+            sock.close()
+            raise UnavailableDevice(f"cannot connect to nnrt service at {self.path}: {exc}"
+                                    ) from None
+        client = RequestClient(FramedSocket(sock))
+        self._client = client
+        tg.start_soon(client.run)
+        hello = await client.request(
+            "hello", {"protocol": PROTOCOL_VERSION, "client": "nnrt", "pid": os.getpid()})
+        devices, names = hello.get("devices"), hello.get("names")
+        if isinstance(devices, list):
+            self._devices = [DriverInfo.from_wire(d) for d in devices]
+        if isinstance(names, list) and len(names) == len(self._devices) and all(
+                isinstance(n, str) for n in names):
+            self._names = list(names)
+        else:
+            self._names = [info.name for info in self._devices]
+
+    def _require(self) -> RequestClient:
+        if self._client is None:
+            raise UnavailableDevice("not connected")
+        return self._client
+
+    async def support(self, driver: str, wire_model: dict[str, Any], priority: int,
+                      deadline: float | None, memories: Sequence[MemorySource] = ()
+                      ) -> dict[str, Any]:
+        """Ask the service what ``driver`` supports of a model."""
+        client = self._require()
+        for memory in memories:
+            await self.sharing.ensure(client, memory)
+        return await client.request("supported", {"model": wire_model, "device": driver})
+
+    async def compile(self, wire_model: dict[str, Any], preference: int, priority: int,
+                      devices: Sequence[str] | None, deadline: float | None,
+                      memories: Sequence[MemorySource] = (), *,
+                      compiled: list[Any] | None = None,
+                      cache: StepCache | None = None) -> CompiledRef:
+        """Ask the service to compile; the returned handle is scoped to this connection.
+
+        With ``cache``, the service (same user: the socket is 0600) opens the cache files in
+        the named directory.
+        """
+        body: dict[str, Any] = {"model": wire_model, "preference": preference,
+                                "priority": priority}
+        if devices is not None:
+            body["devices"] = list(devices)
+        if compiled is not None:
+            body["compiled"] = compiled
+        if cache is not None:
+            body["cache"] = {"dir": str(cache.directory.path), "token": cache.token}
+        client = self._require()
+        for memory in memories:
+            await self.sharing.ensure(client, memory)
+        reply = await client.request("compile", body)
+        handle, driver = reply.get("handle"), reply.get("driver")
+        if not isinstance(handle, int) or isinstance(handle, bool) or not isinstance(driver, str):
+            raise UnavailableDevice("malformed compile reply from the service")
+        source = reply.get("source", "compiled")
+        return CompiledRef(driver, (handle, {}, (), None),
+                           source=source if source in ("compiled", "aot") else "compiled")
+
+    async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
+                      priority: int, deadline: float | None, *,
+                      outputs: list[Any] | None = None,
+                      memories: Collection[MemorySource] = (),
+                      buffer: Any = None) -> dict[str, Any]:
+        """Execute on the service (sharing the request's memories with it first); the service
+        routes requests naming device memories to the worker holding them."""
+        client = self._require()
+        for memory in memories:
+            await self.sharing.ensure(client, memory)
+        body = execute_body(ref.key[0], inputs, priority, deadline, output_sizes, outputs)
+        return await client.request("execute", body)
+
+    async def allocate(self, driver: str, dims: tuple[int, ...] | None,
+                       roles: Sequence[tuple[CompiledRef, str, int, float]]) -> int:
+        """Allocate on the service; the token it returns is scoped to this connection."""
+        body: dict[str, Any] = {"roles": [[ref.key[0], io, index, float(frequency)]
+                                          for ref, io, index, frequency in roles]}
+        if dims is not None:
+            body["dims"] = list(dims)
+        reply = await self._require().request("allocate", body)
+        token = reply.get("token")
+        if token.__class__ is not int:
+            raise UnavailableDevice("malformed allocate reply from the service")
+        return int(token)
+
+    async def buffer_request(self, buffer: int, verb: str, body: dict[str, Any],
+                             memories: Collection[MemorySource] = ()) -> dict[str, Any]:
+        """A ``copy_from`` / ``copy_to`` / ``free`` of a device memory on the service."""
+        client = self._require()
+        for memory in memories:
+            await self.sharing.ensure(client, memory)
+        return await client.request(verb, {"token": buffer, **body})
+
+    def count_fallback(self, driver: str) -> None:
+        """Record an allocation the service's driver refused and this client's shared memory
+        served instead (the fallback happens here, so the count lives here)."""
+        self._fallbacks[driver] = self._fallbacks.get(driver, 0) + 1
+
+    def unmap(self, pool_id: int) -> None:
+        """Tell the service to let go of ``pool_id`` (no reply awaited)."""
+        self.sharing.unmap(self._client, pool_id)
+
+    async def release(self, ref: CompiledRef) -> None:
+        """Release on the service."""
+        if not ref.released:
+            ref.released = True
+            await self._require().request("release", {"handle": ref.key[0]})
+
+    async def refresh_statistics(self) -> RuntimeStatistics:
+        """Fetch the service's statistics."""
+        reply = await self._require().request("statistics", {})
+        self._stats = RuntimeStatistics.from_wire(reply.get("pools"))
+        return self.statistics()
+
+    def statistics(self) -> RuntimeStatistics:
+        """The last statistics fetched with :meth:`refresh_statistics`, with this client's
+        allocation fallbacks."""
+        mine = self._fallbacks
+        return RuntimeStatistics({
+            name: dataclasses.replace(pool, allocate_fallbacks=pool.allocate_fallbacks
+                                      + mine.get(name, 0))
+            for name, pool in self._stats.pools.items()})
+
+    def device_info(self, device: str) -> Any:
+        """The driver info of the service's pool named ``device`` (None if it has none)."""
+        for name, info in zip(self._names, self._devices, strict=True):
+            if name == device:
+                return info
+        return None
+
+    def device_names(self) -> list[str]:
+        """The service's pool names, in its order."""
+        return list(self._names)
+
+    def devices(self) -> list[Any]:
+        """The service's drivers."""
+        return list(self._devices)
+
+    def close(self) -> None:
+        """Disconnect (the service releases this client's models)."""
+        if self._client is not None:
+            self._client.close()

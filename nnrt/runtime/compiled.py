@@ -1,0 +1,108 @@
+"""``CompiledModel``: a model compiled by a runtime, executed as often as needed, concurrently."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nnrt.errors import BadState
+from nnrt.model.binding import InputBinder, Inputs
+from nnrt.runtime.step import Step
+from nnrt.runtime.stepper import PlanRunner
+
+if TYPE_CHECKING:
+    from nnrt.memory import Memory, TensorRef
+    from nnrt.model.model import Model
+    from nnrt.runtime.backends.base import CompiledRef
+    from nnrt.runtime.compile.compilation import Compilation
+    from nnrt.runtime.compile.placement import PlacementReport
+    from nnrt.runtime.core import RuntimeCore
+    from nnrt.runtime.runtime import Runtime
+
+__all__ = ["CompiledModel"]
+
+Array = np.ndarray[Any, Any]
+
+
+class CompiledModel:
+    """A model prepared on drivers; execute it as often as needed, concurrently.
+
+    Made by :meth:`nnrt.Runtime.compile`. A model placed whole on one driver runs as one step;
+    a model split across drivers runs its execution plan's steps, independent ones at once.
+    """
+
+    def __init__(self, runtime: Runtime, core: RuntimeCore, model: Model,
+                 compilation: Compilation, priority: int,
+                 constants: Memory | None = None) -> None:
+        #: The runtime that compiled it.
+        self.runtime = runtime
+        #: The runtime's core (backend, arena, memories) this model executes through.
+        self.core = core
+        self.model = model
+        self.priority = priority
+        #: The backend's reference of the (first) step.
+        self.ref: CompiledRef = compilation.refs[0]
+        #: The memory holding constants the runtime packed for this model (if any).
+        self.constants = constants
+        self._placement: PlacementReport = compilation.report
+        key = id(self)
+        plan = compilation.plan
+        #: What executes it: its one step, or the runner of its plan's steps.
+        self._runner: Step | PlanRunner
+        if plan is None:
+            self._steps = [Step(core, model, self.ref, priority, key)]
+            self._runner = self._steps[0]
+        else:
+            self._steps = [Step(core, step.outlined.model, ref, priority, key)
+                           for step, ref in zip(plan.steps, compilation.refs, strict=True)]
+            self._runner = PlanRunner(plan, self._steps, InputBinder(model))
+
+    @property
+    def device(self) -> str:
+        """The driver running this model (the first step's, for a model split in steps)."""
+        return self.ref.driver
+
+    @property
+    def steps(self) -> int:
+        """How many steps the execution plan has (1: the model runs whole on one driver)."""
+        return len(self._steps)
+
+    def placement(self) -> PlacementReport:
+        """Per operation: its driver and step, and why the other drivers did not take it."""
+        return self._placement
+
+    async def execute(self, inputs: Inputs, *,
+                      outputs: Sequence[Array | TensorRef | None] | None = None,
+                      timeout: float | None = None, copy: bool = False) -> list[Array]:
+        """Run the model once; returns the outputs with their actual shapes.
+
+        ``inputs``: a list in model input order or a dict keyed by position or name; each an
+        ndarray (a view of an :class:`nnrt.Memory` travels by reference, with no copy), a
+        :class:`nnrt.TensorRef`, or anything array-like. ``outputs``: optional caller buffers,
+        one per output (None for "return it"): an ndarray in shared memory or a ``TensorRef``
+        is written in place by the worker; a plain ndarray receives a copy. The returned arrays
+        are then views of those buffers. A buffer too small raises ``OutputInsufficientSize``
+        with every output's shape. Large results without a buffer come back as views of the
+        runtime's shared arena, written there by the worker (the region is reused once the view
+        is collected); ``copy=True`` returns arrays owning their memory instead.
+        """
+        if self.ref.released:
+            raise BadState("this compiled model was released")
+        return await self._runner.execute(inputs, outputs, timeout, copy)
+
+    async def release(self) -> None:
+        """Free this model on every worker; executing it afterwards raises ``BadState``."""
+        backend = self.core.backend
+        if backend is not None:
+            for step in self._steps:
+                if not step.ref.released:
+                    await backend.release(step.ref)
+        self.ref.released = True
+        for step in self._steps:
+            step.ref.released = True
+        if self.constants is not None:
+            self.core.packed.pop(self.constants.id, None)
+            self.constants.close()
+

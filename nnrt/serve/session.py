@@ -1,0 +1,502 @@
+"""A client's session with the shared service: its handles, pools, device memories, limits.
+
+Each client connection is a session: identified by the connection and its ``SO_PEERCRED``
+(pid, uid, gid), it owns the models it compiled, the pools it shared and the device memories it
+allocated — all scoped to the session (another client naming them gets "unknown …") and released
+when it disconnects; the nnrt blobs of a client that died are unlinked then. Requests run
+concurrently and are answered as they finish; a client that breaks the protocol loses its
+connection. Each session is bounded (:class:`~nnrt.serve.clients.ClientLimits`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import os
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from nnrt.cache.directory import CacheDirectory
+from nnrt.cache.files import check_token
+from nnrt.errors import BadData, NnrtError, ResourceExhausted
+from nnrt.ipc.framing import ProtocolError
+from nnrt.ipc.messages import (
+    DEVICE,
+    PROTOCOL_VERSION,
+    Status,
+    check_request,
+    decode_ref,
+    decode_tensor,
+    encode_error,
+    read_deadline,
+)
+from nnrt.memory.mapped import MappedMemory, MappingTable
+from nnrt.memory.sweep import sweep_blobs_of
+from nnrt.model.model import Model
+from nnrt.model.operand import dtype_of
+from nnrt.model.wire import model_from_wire, model_to_wire
+from nnrt.model.wire_fields import describe
+from nnrt.runtime.backends.base import CompiledRef
+from nnrt.runtime.backends.channel import FramedSocket
+from nnrt.runtime.backends.embedded import BufferHandle, EmbeddedBackend
+from nnrt.runtime.compile.caching import StepCache
+from nnrt.serve.clients import (
+    ClientLimits,
+    PeerCredentials,
+    peer_credentials,
+)
+
+__all__ = ["ReceivedPool", "Session"]
+
+log = logging.getLogger("nnrt.serve")
+_pool_ids = itertools.count(1)
+
+
+class ReceivedPool:
+    """A pool a client shared with the service: checked and mapped like a worker does, with a
+    duplicate of its fd kept to share it with the workers (under a service-wide id)."""
+
+    def __init__(self, mapped: MappedMemory, fd: int, name: str | None) -> None:
+        self.id = next(_pool_ids)
+        self.mapped = mapped
+        self.kind = mapped.kind
+        self.size = mapped.size
+        self.writable = mapped.writable
+        self.file_offset = mapped.file_offset
+        self.name = name
+        self.closed = False
+        self._fd = fd
+
+    def fileno(self) -> int:
+        """The kept descriptor (memfd, mmap_fd)."""
+        return self._fd
+
+    def close(self) -> None:
+        """Close the kept descriptor (idempotent)."""
+        if not self.closed:
+            self.closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+
+
+class Session:
+    """One client connection of the service (see the module docstring)."""
+
+    def __init__(self, backend: EmbeddedBackend, sock: socket.socket,
+                 limits: ClientLimits | None = None,
+                 creds: PeerCredentials | None = None) -> None:
+        self.backend = backend
+        self.limits = limits or ClientLimits()
+        self.creds = creds or peer_credentials(sock)
+        self.framed = FramedSocket(sock)
+        self.handles: dict[int, CompiledRef] = {}
+        #: Per handle, (itemsize, dims) of its model's inputs and outputs (device memory sizes).
+        self.shapes: dict[int, _Shapes] = {}
+        #: The pools this client shared: mapped (checked) here, by the client's ids.
+        self.memories = MappingTable(max_pools=self.limits.max_pools)
+        self.received: dict[int, ReceivedPool] = {}
+        #: This client's device memories: session token -> the worker-side buffer.
+        self.devices: dict[int, BufferHandle] = {}
+        #: Bytes charged per device token, and their sum (``max_device_bytes``).
+        self.device_bytes: dict[int, int] = {}
+        self.device_total = 0
+        self._next_token = 1
+        self.running: dict[int, anyio.CancelScope] = {}
+        #: Requests received and not yet answered (running or with their reply being sent).
+        self.unanswered = 0
+        self._drained: anyio.Event | None = None
+        self.greeted = False
+        self._next_handle = 1
+        self._tg: TaskGroup | None = None
+        #: The verbs served here (``map``, ``unmap`` and ``cancel`` are handled on arrival).
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {
+            "hello": self._do_hello, "ping": self._do_ping, "statistics": self._do_statistics,
+            "supported": self._do_supported, "compile": self._do_compile,
+            "execute": self._do_execute, "release": self._do_release,
+            "allocate": self._do_allocate, "free": self._do_free,
+            "copy_from": self._do_copy_from, "copy_to": self._do_copy_to,
+        }
+
+    async def run(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                try:
+                    await self.framed.receive_loop(self._on_message)
+                except ProtocolError as exc:
+                    log.warning("client pid %d broke the protocol: %s", self.creds.pid, exc)
+                except Exception as exc:  # a frame no check foresaw: this client only
+                    log.warning("client pid %d: unexpected %s reading its requests; closing "
+                                "its connection", self.creds.pid, type(exc).__name__)
+                tg.cancel_scope.cancel()
+        finally:
+            self.framed.close()
+            with anyio.CancelScope(shield=True):
+                for ref in self.handles.values():
+                    with contextlib.suppress(NnrtError):
+                        await self.backend.release(ref)
+            self.handles.clear()
+            for device in self.devices.values():
+                if device.slot.client is device.client and device.client.lost is None:
+                    with contextlib.suppress(NnrtError, OSError):  # its worker may be dying
+                        device.client.notify("free", {"token": device.token})
+            self.devices.clear()
+            self.device_bytes.clear()
+            self.device_total = 0
+            for received in self.received.values():
+                self.backend.unmap(received.id)
+                received.close()
+            self.received.clear()
+            self.memories.close_all()
+            sweep_blobs_of(self.creds.pid)  # a client that died leaves its blobs behind
+
+    def _on_message(self, message: Any) -> Any:
+        request_id, verb, body = check_request(message)
+        if not self.greeted and verb != "hello":
+            raise ProtocolError(f"{describe(verb)} before hello")
+        if verb == "cancel":
+            scope = self.running.get(body["target"])
+            if scope is not None:
+                scope.cancel()
+            return
+        if verb in ("map", "unmap"):  # descriptors are claimed in arrival order: at once
+            try:
+                self._map(request_id, body) if verb == "map" else self._unmap(request_id, body)
+            except NnrtError as exc:
+                self._spawn(request_id, _raise, exc)
+            else:
+                self._spawn(request_id, _ok)
+            return
+        handler = self._handlers.get(verb)
+        if handler is None:
+            raise ProtocolError(f"verb {verb!r} is not served here (it serves "
+                                f"{', '.join(self._handlers)}, map, unmap, cancel)")
+        if verb == "hello":
+            self.greeted = True
+        if self.unanswered >= self.limits.max_in_flight:
+            self._spawn(request_id, self._refuse)
+        else:
+            self._spawn(request_id, handler, body)
+        if self.unanswered >= 2 * self.limits.max_in_flight:
+            return self._backpressure()  # refusals pile up unread: stop reading this client
+        return None
+
+    async def _backpressure(self) -> None:
+        """Wait until the client has read enough replies (nothing more is read meanwhile)."""
+        log.warning("client pid %d has %d unanswered requests (it does not read its replies); "
+                    "reading from it is paused", self.creds.pid, self.unanswered)
+        while self.unanswered >= self.limits.max_in_flight:
+            self._drained = anyio.Event()
+            await self._drained.wait()
+
+    def _spawn(self, request_id: int, handler: Callable[..., Any], *args: Any) -> None:
+        scope = anyio.CancelScope()
+        self.running[request_id] = scope
+        if self._tg is None:  # pragma: no cover - run() sets it before reading
+            raise ProtocolError("session not running")
+        self.unanswered += 1
+        self._tg.start_soon(self._answer, request_id, scope, handler, args)
+
+    async def _answer(self, request_id: int, scope: anyio.CancelScope,
+                      handler: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        status, reply = Status.OK, {}
+        try:
+            with scope:
+                reply = await handler(*args)
+            if scope.cancelled_caught:
+                status, reply = Status.MISSED_DEADLINE, {"message": "cancelled"}
+        except Exception as exc:
+            if not isinstance(exc, NnrtError):
+                log.exception("request %d failed unexpectedly", request_id)
+            status, reply = encode_error(exc)
+        finally:
+            if self.running.get(request_id) is scope:
+                del self.running[request_id]
+        try:
+            with contextlib.suppress(NnrtError, OSError):
+                await self.framed.send([request_id, status, reply])
+        finally:
+            self.unanswered -= 1
+            if self._drained is not None and self.unanswered < self.limits.max_in_flight:
+                self._drained.set()
+
+    def _map(self, request_id: int, body: dict[str, Any]) -> None:
+        fds = self.framed.reader.take_fds(body.get("nfds", 0))
+        kept = -1
+        try:
+            if fds:
+                kept = os.dup(fds[0])
+            mapped = self.memories.map(f"request {request_id}", body, fds)  # closes ``fds``
+        except BaseException:
+            if kept >= 0:
+                os.close(kept)
+            raise
+        self.received[mapped.id] = ReceivedPool(mapped, kept, body.get("name"))
+
+    def _unmap(self, request_id: int, body: dict[str, Any]) -> None:
+        self.memories.unmap(body["pool"], f"request {request_id}")
+        received = self.received.pop(body["pool"], None)
+        if received is not None:
+            self.backend.unmap(received.id)
+            received.close()
+
+    def _shared(self, pool_id: Any, where: str) -> ReceivedPool:
+        self.memories.get(pool_id, where)  # the precise error for unknown / released ids
+        return self.received[pool_id]
+
+    def _translate(self, entries: list[Any], where: str, used: dict[int, ReceivedPool],
+                   devices: list[BufferHandle] | None = None) -> list[Any]:
+        """Tensor entries with the client's pool ids and device tokens replaced by the
+        service-wide ones (a token or pool id of another client is unknown here)."""
+        translated: list[Any] = []
+        for position, entry in enumerate(entries):
+            at = f"{where} {position}"
+            try:  # checked as the worker will: what it would refuse is refused here (BadData),
+                # so that no client can make a shared worker drop its connection
+                if entry is None and where in ("output", "target"):
+                    translated.append(None)
+                    continue
+                if entry.__class__ is list and entry and entry[0] == DEVICE:
+                    if len(entry) != 2:
+                        raise BadData(f"{at}: a device argument is [\"device\", token]")
+                    device = self._device(entry[1], at)
+                    if devices is not None:
+                        devices.append(device)
+                    entry = [DEVICE, device.token]
+                elif entry.__class__ is list and len(entry) == 5:
+                    decode_ref(entry, at)
+                    received = self._shared(entry[2], at)
+                    used[received.id] = received
+                    entry = [entry[0], entry[1], received.id, entry[3], entry[4]]
+                elif where in ("input", "source"):
+                    decode_tensor(entry, at)
+                else:
+                    raise BadData(f"{at}: expected None or a pool reference")
+            except ProtocolError as exc:
+                raise BadData(str(exc)) from None
+            translated.append(entry)
+        return translated
+
+    def _device(self, token: Any, where: str) -> BufferHandle:
+        device = self.devices.get(token) if token.__class__ is int else None
+        if device is None:
+            raise BadData(f"{where}: unknown device memory token {token!r:.40} (tokens belong "
+                          "to the client that allocated them)")
+        return device
+
+    async def _do_allocate(self, body: dict[str, Any]) -> dict[str, Any]:
+        roles = []
+        for position, role in enumerate(body["roles"]):
+            if not (isinstance(role, list) and len(role) == 4):
+                raise BadData(f"roles[{position}]: expected [handle, io, index, frequency]")
+            roles.append((self._ref(role[0]), role[1], role[2], role[3]))
+        drivers = {ref.driver for ref, *_ in roles}
+        if len(drivers) != 1:
+            raise BadData(f"allocate: the roles name models of drivers {sorted(drivers)}; a "
+                          "device memory belongs to one driver")
+        dims = body.get("dims")
+        size = max((self._role_bytes(role, dims) for role in body["roles"]), default=0)
+        limit = self.limits.max_device_bytes
+        if self.device_total + size > limit:
+            raise ResourceExhausted(f"allocate: this client holds {self.device_total} bytes of "
+                                    f"device memory; {size} more would exceed its limit "
+                                    f"max_device_bytes={limit} (free some first)")
+        self.device_total += size  # charged before awaiting: concurrent allocations count too
+        try:
+            device = await self.backend.allocate(drivers.pop(), None if dims is None else
+                                                 tuple(dims), roles)
+        except BaseException:
+            self.device_total -= size
+            raise
+        token, self._next_token = self._next_token, self._next_token + 1
+        self.devices[token] = device
+        self.device_bytes[token] = size
+        return {"token": token}
+
+    def _role_bytes(self, role: list[Any], dims: Any) -> int:
+        """The bytes a buffer for ``role`` takes when its size is known (else 0): the request's
+        dims, or the model's inferred dims of that input / output."""
+        io, index = role[1], role[2]
+        shapes = self.shapes.get(role[0])
+        if shapes is None or io not in ("input", "output") or index.__class__ is not int:
+            return 0  # the worker refuses the role
+        table = shapes[0] if io == "input" else shapes[1]
+        if not 0 <= index < len(table):
+            return 0
+        itemsize, known = table[index]
+        if isinstance(dims, list) and dims and all(d.__class__ is int and d > 0 for d in dims):
+            known = tuple(dims)
+        if not known or any(d <= 0 for d in known):
+            return 0
+        return itemsize * math.prod(known)
+
+    async def _do_free(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = self._device(body["token"], "free")
+        del self.devices[body["token"]]
+        self.device_total -= self.device_bytes.pop(body["token"], 0)
+        return await self.backend.buffer_request(device, "free", {})
+
+    async def _do_copy_from(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = self._device(body["token"], "copy_from")
+        used: dict[int, ReceivedPool] = {}
+        (source,) = self._translate([body["source"]], "source", used)
+        return await self.backend.buffer_request(device, "copy_from", {"source": source},
+                                                 list(used.values()))
+
+    async def _do_copy_to(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = self._device(body["token"], "copy_to")
+        used: dict[int, ReceivedPool] = {}
+        target = body.get("target")
+        if target is not None:
+            (target,) = self._translate([target], "target", used)
+        return await self.backend.buffer_request(device, "copy_to", {"target": target},
+                                                 list(used.values()))
+
+    async def _refuse(self) -> dict[str, Any]:
+        raise ResourceExhausted(f"this client already has {self.limits.max_in_flight} requests "
+                                f"in flight (max_in_flight); transient: retry once some are "
+                                "answered")
+
+    async def _do_hello(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body["protocol"] != PROTOCOL_VERSION:
+            raise BadData(f"protocol version {body['protocol']} is not supported "
+                          f"(this service speaks {PROTOCOL_VERSION})")
+        named = [(name, pool.info) for name, pool in self.backend.pools.items()
+                 if pool.info is not None]
+        return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(),
+                "devices": [info.to_wire() for _, info in named],
+                "names": [name for name, _ in named]}
+
+    async def _do_ping(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    async def _do_statistics(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {"pools": self.backend.statistics().to_wire()}
+
+    def _rewire(self, body: dict[str, Any]
+                ) -> tuple[dict[str, Any], dict[int, ReceivedPool], Model]:
+        """The request's model, rebuilt and checked here (untrusted), as wire data naming the
+        service-wide ids of the pools its constants live in."""
+        model = model_from_wire(body["model"], memories=self.memories.resolve)
+        used: dict[int, ReceivedPool] = {}
+
+        def place(index: int) -> tuple[int, int, int] | None:
+            location = model.operands[index].location
+            if location is None or not isinstance(location.memory, MappedMemory):
+                return None
+            received = self.received[location.memory.id]
+            used[received.id] = received
+            return (received.id, location.offset, location.length)
+
+        return model_to_wire(model, place), used, model
+
+    async def _do_supported(self, body: dict[str, Any]) -> dict[str, Any]:
+        device = body.get("device")
+        if device is None:
+            raise BadData("supported: name the device to ask")
+        wire, used, _ = self._rewire(body)
+        return await self.backend.support(device, wire, 100, None, list(used.values()))
+
+    async def _do_compile(self, body: dict[str, Any]) -> dict[str, Any]:
+        devices = body.get("devices")
+        if devices is not None and not all(isinstance(d, str) for d in devices):
+            raise BadData("devices must be a list of driver names")
+        wire, used, model = self._rewire(body)
+        compiled = body.get("compiled")
+        if compiled is not None:  # ahead-of-time bytecode in a pool of this client
+            if len(compiled) != 3 or not isinstance(compiled[0], list) or len(compiled[0]) != 3:
+                raise BadData("compile: compiled must be [[pool, offset, length], entry, stamp]")
+            received = self._shared(compiled[0][0], "compile: compiled")
+            used[received.id] = received
+            compiled = [[received.id, *compiled[0][1:]], *compiled[1:]]
+        ref = await self.backend.compile(wire, body.get("preference", 1),
+                                         body.get("priority", 100), devices, None,
+                                         list(used.values()), compiled=compiled,
+                                         cache=_step_cache(body.get("cache")))
+        handle, self._next_handle = self._next_handle, self._next_handle + 1
+        self.handles[handle] = ref
+        self.shapes[handle] = _shapes(model)
+        return {"handle": handle, "driver": ref.driver, "source": ref.source}
+
+    def _ref(self, handle: Any) -> CompiledRef:
+        ref = self.handles.get(handle) if handle.__class__ is int else None
+        if ref is None:
+            raise BadData(f"unknown handle {handle} (handles belong to the connection that "
+                          "compiled them)")
+        return ref
+
+    async def _do_execute(self, body: dict[str, Any]) -> dict[str, Any]:
+        ref = self._ref(body["handle"])
+        deadline = read_deadline(body, "execute")  # as the worker reads it
+        sizes = body.get("output_sizes")
+        if sizes is not None and not all(
+                size.__class__ is int and 0 <= size < 2**63 for size in sizes):
+            raise BadData("execute: output_sizes must be byte counts")
+        used: dict[int, ReceivedPool] = {}
+        devices: list[BufferHandle] = []
+        inputs = self._translate(body["inputs"], "input", used, devices)
+        outputs = body.get("outputs")
+        if outputs is not None:
+            outputs = self._translate(outputs, "output", used, devices)
+        for device in devices:  # a buffer lost with its worker: UnavailableDevice first
+            device.require_live()
+        if any(d.slot is not devices[0].slot for d in devices):
+            raise BadData("device memories held by different workers cannot meet in one "
+                          "request")
+        return await self.backend.execute(ref, inputs, sizes, body.get("priority", 100),
+                                          deadline,
+                                          outputs=outputs, memories=list(used.values()),
+                                          buffer=devices[0] if devices else None)
+
+    async def _do_release(self, body: dict[str, Any]) -> dict[str, Any]:
+        ref = self.handles.pop(body["handle"], None)
+        if ref is None:
+            raise BadData(f"unknown handle {body['handle']} (handles belong to the connection "
+                          "that compiled them)")
+        self.shapes.pop(body["handle"], None)
+        await self.backend.release(ref)
+        return {}
+
+
+#: Per input and per output of a model: (bytes per element, inferred dims).
+_Shapes = tuple[tuple[tuple[int, tuple[int, ...]], ...], tuple[tuple[int, tuple[int, ...]], ...]]
+
+
+def _shapes(model: Model) -> _Shapes:
+    inferred = model.inferred_dims
+
+    def table(indices: Sequence[int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        rows = []
+        for index in indices:
+            try:
+                itemsize = dtype_of(model.operands[index].type).itemsize
+            except ValueError:
+                itemsize = 0
+            rows.append((itemsize, tuple(inferred[index])))
+        return tuple(rows)
+
+    return table(model.inputs), table(model.outputs)
+
+
+def _step_cache(spec: Any) -> StepCache | None:
+    """A compile request's ``cache``: ``{dir, token}`` (the directory the client names)."""
+    if spec is None:
+        return None
+    if not (isinstance(spec, dict) and set(spec) == {"dir", "token"}
+            and isinstance(spec["dir"], str) and 0 < len(spec["dir"]) < 4096):
+        raise BadData("compile: cache must be {dir, token}")
+    return StepCache(CacheDirectory(spec["dir"]), check_token(spec["token"], "compile: cache"))
+
+
+async def _ok() -> dict[str, Any]:
+    return {}
+
+
+async def _raise(exc: NnrtError) -> dict[str, Any]:
+    raise exc
