@@ -211,13 +211,10 @@ def check_load_report(status: int, body: dict[str, Any]) -> tuple[float, float, 
 
 # -- tensors ------------------------------------------------------------------------------------
 
-def read_deadline(body: Mapping[str, Any], where: str) -> float | None:
-    """An execute's ``deadline`` field (a monotonic time, schema-checked as a number): None
-    for none or +inf, ``-inf`` for one long past; NaN is ``BadData`` naming ``where``."""
-    deadline = body.get("deadline")
-    if deadline is None:
-        return None
-    deadline = float(deadline)
+def read_deadline(value: Any, where: str) -> float | None:
+    """An execute's ``deadline`` field, given (a monotonic time, schema-checked as a number):
+    None for +inf, ``-inf`` for one long past; NaN is ``BadData`` naming ``where``."""
+    deadline = float(value)
     if math.isnan(deadline):
         raise BadData(f"{where}: the deadline is NaN")
     if math.isinf(deadline):

@@ -1,4 +1,4 @@
-"""Client-side shared memory: pools shared with driver workers, tensor references, sub-allocation.
+"""Shared memory: memories shared with driver workers, tensor references, sub-allocation.
 
 Only re-exports; see :mod:`nnrt.memory.memory`, :mod:`nnrt.memory.tensor` and
 :mod:`nnrt.memory.allocator`.

@@ -25,7 +25,8 @@ class MemoryManager:
     def __init__(self) -> None:
         self._owned: dict[int, Memory] = {}
         self._watched: set[int] = set()
-        self._released: list[int] = []
+        #: Ids of memories closed since the last :meth:`flush` (their unmap notes are due).
+        self.pending: list[int] = []
         self._unmap: Callable[[int], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
@@ -73,7 +74,7 @@ class MemoryManager:
         self._owned.pop(memory.id, None)
         with self._lock:
             self._watched.discard(memory.id)
-            self._released.append(memory.id)
+            self.pending.append(memory.id)
         if threading.get_ident() == self._thread:
             self.flush()
         elif self._loop is not None and not self._loop.is_closed():
@@ -81,10 +82,10 @@ class MemoryManager:
 
     def flush(self) -> None:
         """Send the ``unmap`` notes of memories closed since the last flush (loop thread)."""
-        if not self._released:
+        if not self.pending:
             return
         with self._lock:
-            released, self._released = self._released, []
+            released, self.pending = self.pending, []
         if self._unmap is not None:
             for pool_id in released:
                 self._unmap(pool_id)
@@ -95,4 +96,4 @@ class MemoryManager:
             memory.close()
         self._owned.clear()
         with self._lock:
-            self._released.clear()
+            self.pending.clear()

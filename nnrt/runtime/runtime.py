@@ -232,8 +232,8 @@ class Runtime:
             raise BadData("compile: a cache token needs a cache_dir")
         placed = place_constants(model)
         try:
-            for pool in placed.memories:
-                self.memory.watch(pool)
+            for memory in placed.memories:
+                self.memory.watch(memory)
             compilation = await compile_model(
                 backend, model, placed, preference=int(pref), priority=prio,
                 devices=candidates, deadline=deadline, allow_fallback=bool(allow_fallback),
@@ -271,11 +271,11 @@ class Runtime:
             backend.count_fallback(driver)
             memory = Memory.create(max(math.prod(dims) * dtype_of(spec.type).itemsize, 1),
                                    name="nnrt-device-fallback")
-            device = DeviceMemory(self._core, driver, spec, None, memory, keys)
+            buffer = DeviceMemory(self._core, driver, spec, None, memory, keys)
         else:
-            device = DeviceMemory(self._core, driver, spec, handle, None, keys)
-        self._core.buffers.add(device)
-        return device
+            buffer = DeviceMemory(self._core, driver, spec, handle, None, keys)
+        self._core.buffers.add(buffer)
+        return buffer
 
     def statistics(self) -> RuntimeStatistics:
         """Queue depth, in flight, completed, failed and worker restarts per driver.

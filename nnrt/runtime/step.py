@@ -60,7 +60,9 @@ class Step:
         backend = core.backend
         if backend is None:
             backend = core.require_backend()  # raises, saying why
-        core.memory.flush()  # unmap notes of memories closed since the last request
+        memory = core.memory
+        if memory.pending:  # unmap notes of memories closed since the last request
+            memory.flush()
         if outputs is None and inputs.__class__ is list:
             tensors = self.codec.encode(inputs)
             if tensors is not None:  # the common small request: everything inline both ways

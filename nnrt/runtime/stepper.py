@@ -58,7 +58,7 @@ async def run_plan(plan: Plan, steps: Sequence[Step], binder: InputBinder, input
     ``binder`` checks the inputs against the whole model's input operands.
     """
     values = _values(inputs) if isinstance(inputs, list | tuple) else None
-    if _has_device(values if values is not None else inputs, outputs):
+    if _has_buffer(values if values is not None else inputs, outputs):
         raise BadData("device memories cannot be used with a model split into several steps "
                       "(see compiled.placement()); use shared memory or a one-driver compile")
     arrays = binder.bind(inputs)
@@ -113,7 +113,7 @@ def _values(inputs: Sequence[Any]) -> list[Any]:
     return list(inputs)
 
 
-def _has_device(inputs: Any, outputs: Sequence[Any] | None) -> bool:
+def _has_buffer(inputs: Any, outputs: Sequence[Any] | None) -> bool:
     given = inputs.values() if isinstance(inputs, dict) else inputs
     return any(isinstance(v, DeviceMemory) for v in given) or (
         outputs is not None and any(isinstance(v, DeviceMemory) for v in outputs))

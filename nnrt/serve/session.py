@@ -52,14 +52,14 @@ from nnrt.serve.clients import (
     peer_credentials,
 )
 
-__all__ = ["ReceivedPool", "Session"]
+__all__ = ["ReceivedMemory", "Session"]
 
 log = logging.getLogger("nnrt.serve")
 _pool_ids = itertools.count(1)
 
 
-class ReceivedPool:
-    """A pool a client shared with the service: checked and mapped like a worker does, with a
+class ReceivedMemory:
+    """A memory a client shared with the service: checked and mapped like a worker does, with a
     duplicate of its fd kept to share it with the workers (under a service-wide id)."""
 
     def __init__(self, mapped: MappedMemory, fd: int, name: str | None) -> None:
@@ -100,12 +100,12 @@ class Session:
         self.shapes: dict[int, _Shapes] = {}
         #: The pools this client shared: mapped (checked) here, by the client's ids.
         self.memories = MappingTable(max_pools=self.limits.max_pools)
-        self.received: dict[int, ReceivedPool] = {}
+        self.received: dict[int, ReceivedMemory] = {}
         #: This client's device memories: session token -> the worker-side buffer.
-        self.devices: dict[int, BufferHandle] = {}
+        self.buffers: dict[int, BufferHandle] = {}
         #: Bytes charged per device token, and their sum (``max_device_bytes``).
-        self.device_bytes: dict[int, int] = {}
-        self.device_total = 0
+        self.buffer_bytes: dict[int, int] = {}
+        self.buffer_total = 0
         self._next_token = 1
         self.running: dict[int, anyio.CancelScope] = {}
         #: Requests received and not yet answered (running or with their reply being sent).
@@ -142,13 +142,13 @@ class Session:
                     with contextlib.suppress(NnrtError):
                         await self.backend.release(ref)
             self.handles.clear()
-            for device in self.devices.values():
-                if device.slot.client is device.client and device.client.lost is None:
+            for buffer in self.buffers.values():
+                if buffer.slot.client is buffer.client and buffer.client.lost is None:
                     with contextlib.suppress(NnrtError, OSError):  # its worker may be dying
-                        device.client.notify("free", {"token": device.token})
-            self.devices.clear()
-            self.device_bytes.clear()
-            self.device_total = 0
+                        buffer.client.notify("free", {"token": buffer.token})
+            self.buffers.clear()
+            self.buffer_bytes.clear()
+            self.buffer_total = 0
             for received in self.received.values():
                 self.backend.unmap(received.id)
                 received.close()
@@ -237,7 +237,7 @@ class Session:
             if kept >= 0:
                 os.close(kept)
             raise
-        self.received[mapped.id] = ReceivedPool(mapped, kept, body.get("name"))
+        self.received[mapped.id] = ReceivedMemory(mapped, kept, body.get("name"))
 
     def _unmap(self, request_id: int, body: dict[str, Any]) -> None:
         self.memories.unmap(body["pool"], f"request {request_id}")
@@ -246,13 +246,13 @@ class Session:
             self.backend.unmap(received.id)
             received.close()
 
-    def _shared(self, pool_id: Any, where: str) -> ReceivedPool:
+    def _shared(self, pool_id: Any, where: str) -> ReceivedMemory:
         self.memories.get(pool_id, where)  # the precise error for unknown / released ids
         return self.received[pool_id]
 
-    def _translate(self, entries: list[Any], where: str, used: dict[int, ReceivedPool],
-                   devices: list[BufferHandle] | None = None) -> list[Any]:
-        """Tensor entries with the client's pool ids and device tokens replaced by the
+    def _translate(self, entries: list[Any], where: str, used: dict[int, ReceivedMemory],
+                   buffers: list[BufferHandle] | None = None) -> list[Any]:
+        """Tensor entries with the client's pool ids and buffer tokens replaced by the
         service-wide ones (a token or pool id of another client is unknown here)."""
         translated: list[Any] = []
         for position, entry in enumerate(entries):
@@ -265,10 +265,10 @@ class Session:
                 if entry.__class__ is list and entry and entry[0] == DEVICE:
                     if len(entry) != 2:
                         raise BadData(f"{at}: a device argument is [\"device\", token]")
-                    device = self._device(entry[1], at)
-                    if devices is not None:
-                        devices.append(device)
-                    entry = [DEVICE, device.token]
+                    buffer = self._buffer(entry[1], at)
+                    if buffers is not None:
+                        buffers.append(buffer)
+                    entry = [DEVICE, buffer.token]
                 elif entry.__class__ is list and len(entry) == 5:
                     decode_ref(entry, at)
                     received = self._shared(entry[2], at)
@@ -283,12 +283,12 @@ class Session:
             translated.append(entry)
         return translated
 
-    def _device(self, token: Any, where: str) -> BufferHandle:
-        device = self.devices.get(token) if token.__class__ is int else None
-        if device is None:
+    def _buffer(self, token: Any, where: str) -> BufferHandle:
+        buffer = self.buffers.get(token) if token.__class__ is int else None
+        if buffer is None:
             raise BadData(f"{where}: unknown device memory token {token!r:.40} (tokens belong "
                           "to the client that allocated them)")
-        return device
+        return buffer
 
     async def _do_allocate(self, body: dict[str, Any]) -> dict[str, Any]:
         roles = []
@@ -303,20 +303,20 @@ class Session:
         dims = body.get("dims")
         size = max((self._role_bytes(role, dims) for role in body["roles"]), default=0)
         limit = self.limits.max_device_bytes
-        if self.device_total + size > limit:
-            raise ResourceExhausted(f"allocate: this client holds {self.device_total} bytes of "
+        if self.buffer_total + size > limit:
+            raise ResourceExhausted(f"allocate: this client holds {self.buffer_total} bytes of "
                                     f"device memory; {size} more would exceed its limit "
                                     f"max_device_bytes={limit} (free some first)")
-        self.device_total += size  # charged before awaiting: concurrent allocations count too
+        self.buffer_total += size  # charged before awaiting: concurrent allocations count too
         try:
-            device = await self.backend.allocate(drivers.pop(), None if dims is None else
+            buffer = await self.backend.allocate(drivers.pop(), None if dims is None else
                                                  tuple(dims), roles)
         except BaseException:
-            self.device_total -= size
+            self.buffer_total -= size
             raise
         token, self._next_token = self._next_token, self._next_token + 1
-        self.devices[token] = device
-        self.device_bytes[token] = size
+        self.buffers[token] = buffer
+        self.buffer_bytes[token] = size
         return {"token": token}
 
     def _role_bytes(self, role: list[Any], dims: Any) -> int:
@@ -337,25 +337,25 @@ class Session:
         return itemsize * math.prod(known)
 
     async def _do_free(self, body: dict[str, Any]) -> dict[str, Any]:
-        device = self._device(body["token"], "free")
-        del self.devices[body["token"]]
-        self.device_total -= self.device_bytes.pop(body["token"], 0)
-        return await self.backend.buffer_request(device, "free", {})
+        buffer = self._buffer(body["token"], "free")
+        del self.buffers[body["token"]]
+        self.buffer_total -= self.buffer_bytes.pop(body["token"], 0)
+        return await self.backend.buffer_request(buffer, "free", {})
 
     async def _do_copy_from(self, body: dict[str, Any]) -> dict[str, Any]:
-        device = self._device(body["token"], "copy_from")
-        used: dict[int, ReceivedPool] = {}
+        buffer = self._buffer(body["token"], "copy_from")
+        used: dict[int, ReceivedMemory] = {}
         (source,) = self._translate([body["source"]], "source", used)
-        return await self.backend.buffer_request(device, "copy_from", {"source": source},
+        return await self.backend.buffer_request(buffer, "copy_from", {"source": source},
                                                  list(used.values()))
 
     async def _do_copy_to(self, body: dict[str, Any]) -> dict[str, Any]:
-        device = self._device(body["token"], "copy_to")
-        used: dict[int, ReceivedPool] = {}
+        buffer = self._buffer(body["token"], "copy_to")
+        used: dict[int, ReceivedMemory] = {}
         target = body.get("target")
         if target is not None:
             (target,) = self._translate([target], "target", used)
-        return await self.backend.buffer_request(device, "copy_to", {"target": target},
+        return await self.backend.buffer_request(buffer, "copy_to", {"target": target},
                                                  list(used.values()))
 
     async def _refuse(self) -> dict[str, Any]:
@@ -380,11 +380,11 @@ class Session:
         return {"pools": self.backend.statistics().to_wire()}
 
     def _rewire(self, body: dict[str, Any]
-                ) -> tuple[dict[str, Any], dict[int, ReceivedPool], Model]:
+                ) -> tuple[dict[str, Any], dict[int, ReceivedMemory], Model]:
         """The request's model, rebuilt and checked here (untrusted), as wire data naming the
         service-wide ids of the pools its constants live in."""
         model = model_from_wire(body["model"], memories=self.memories.resolve)
-        used: dict[int, ReceivedPool] = {}
+        used: dict[int, ReceivedMemory] = {}
 
         def place(index: int) -> tuple[int, int, int] | None:
             location = model.operands[index].location
@@ -433,26 +433,28 @@ class Session:
 
     async def _do_execute(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self._ref(body["handle"])
-        deadline = read_deadline(body, "execute")  # as the worker reads it
+        deadline = body.get("deadline")
+        if deadline is not None:  # as the worker reads it
+            deadline = read_deadline(deadline, "execute")
         sizes = body.get("output_sizes")
         if sizes is not None and not all(
                 size.__class__ is int and 0 <= size < 2**63 for size in sizes):
             raise BadData("execute: output_sizes must be byte counts")
-        used: dict[int, ReceivedPool] = {}
-        devices: list[BufferHandle] = []
-        inputs = self._translate(body["inputs"], "input", used, devices)
+        used: dict[int, ReceivedMemory] = {}
+        buffers: list[BufferHandle] = []
+        inputs = self._translate(body["inputs"], "input", used, buffers)
         outputs = body.get("outputs")
         if outputs is not None:
-            outputs = self._translate(outputs, "output", used, devices)
-        for device in devices:  # a buffer lost with its worker: UnavailableDevice first
-            device.require_live()
-        if any(d.slot is not devices[0].slot for d in devices):
+            outputs = self._translate(outputs, "output", used, buffers)
+        for buffer in buffers:  # a buffer lost with its worker: UnavailableDevice first
+            buffer.require_live()
+        if any(d.slot is not buffers[0].slot for d in buffers):
             raise BadData("device memories held by different workers cannot meet in one "
                           "request")
         return await self.backend.execute(ref, inputs, sizes, body.get("priority", 100),
                                           deadline,
                                           outputs=outputs, memories=list(used.values()),
-                                          buffer=devices[0] if devices else None)
+                                          buffer=buffers[0] if buffers else None)
 
     async def _do_release(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self.handles.pop(body["handle"], None)

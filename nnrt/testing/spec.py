@@ -151,7 +151,7 @@ class OpCase:
     #: Variants to leave out of the applicable ones.
     skip: tuple[str, ...] = ()
     #: Tolerance override (atol, rtol) for float comparisons, only where an op's NNAPI spec is
-    #: looser than the defaults; None uses the issue's defaults for the dtype.
+    #: looser than the defaults; None uses the defaults for the dtype (``docs/testing.md``).
     tolerance: tuple[float, float] | None = None
 
 

@@ -40,7 +40,7 @@ from nnrt.worker.connection import MAX_BUFFERS, Connection, HeldBuffer
 from nnrt.worker.jobs import DeviceArgs, Job
 
 if TYPE_CHECKING:
-    from nnrt.worker.service import Service
+    from nnrt.worker.executor import Executor
 
 __all__ = ["MAX_PENDING_EXECUTES", "RequestHandlers"]
 
@@ -58,10 +58,16 @@ Handler = Callable[[Connection, int, dict[str, Any]], None]
 
 
 class RequestHandlers:
-    """The per-verb request handlers of one :class:`~nnrt.worker.service.Service`."""
+    """The per-verb request handlers of one :class:`~nnrt.worker.service.Service`.
 
-    def __init__(self, service: Service, driver: Driver) -> None:
-        self._service = service
+    They queue executes on ``executor`` and call ``start_reports`` when a client asks for
+    load reports (the service then sends them while it is busy).
+    """
+
+    def __init__(self, executor: Executor, driver: Driver,
+                 start_reports: Callable[[], None]) -> None:
+        self._executor = executor
+        self._start_reports = start_reports
         self._driver = driver
         self._info = driver.info().to_wire()
         self._kinds = driver.memory_kinds()
@@ -101,7 +107,8 @@ class RequestHandlers:
             return
         conn.greeted = True
         if body.get("load_reports", False):
-            conn.load_reports = self._service.reporting = True
+            conn.load_reports = True
+            self._start_reports()
         conn.peer = f"{conn.peer} ({body['client']})"
         conn.respond(request_id, Status.OK,
                      {"protocol": PROTOCOL_VERSION, "driver": self._info, "pid": self._pid,
@@ -133,7 +140,7 @@ class RequestHandlers:
             handle = conn.add_handle(prepared, int(priority),
                                      tuple(pool for pool in used.values() if pool.resizable))
         except BaseException:
-            self._service.executor.release(prepared)
+            self._executor.release(prepared)
             raise
         conn.respond(request_id, Status.OK, {"handle": handle})
 
@@ -188,11 +195,11 @@ class RequestHandlers:
         handle = conn.handles.pop(body["handle"], None)
         if handle is None:
             raise BadData(f"request {request_id}: unknown handle {body['handle']}")
-        self._service.executor.release(handle.prepared)
+        self._executor.release(handle.prepared)
         conn.respond(request_id, Status.OK, {})
 
     def _cancel(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
-        self._service.executor.cancel(conn, body["target"])
+        self._executor.cancel(conn, body["target"])
 
     # -- pools -------------------------------------------------------------------------------------
 
@@ -241,7 +248,7 @@ class RequestHandlers:
         if held is None:
             raise BadData(f"request {request_id} (free): unknown token {body['token']} (never "
                           "allocated on this connection, or freed)")
-        self._service.executor.release_buffer(held.buffer)
+        self._executor.release_buffer(held.buffer)
         conn.respond(request_id, Status.OK, {})
 
     def _copy_from(self, conn: Connection, request_id: int, body: dict[str, Any]) -> None:
@@ -338,11 +345,13 @@ class RequestHandlers:
             priority = handle.priority
         elif priority not in _PRIORITIES:
             _code(Priority, priority, request_id, "priority")  # raises, naming the known codes
-        deadline = read_deadline(body, f"request {request_id}")
+        deadline = body.get("deadline")
+        if deadline is not None:
+            deadline = read_deadline(deadline, f"request {request_id}")
         if len(conn.jobs) >= MAX_PENDING_EXECUTES:
             raise ResourceExhausted(f"request {request_id}: already {MAX_PENDING_EXECUTES} "
                                     "executes pending on this connection")
-        self._service.executor.enqueue(Job(conn, request_id, body["handle"], handle.prepared,
+        self._executor.enqueue(Job(conn, request_id, body["handle"], handle.prepared,
                                            arrays, priority, deadline, output_sizes,
                                            destinations, pools, device_inputs,
                                            device_outputs, body.get("measure", False)))

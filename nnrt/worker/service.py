@@ -93,13 +93,17 @@ class Service:
         self.executor = Executor(self._poll, self._dirty.add)
         self._stopping = False
         self._closed = False
-        self._requests = RequestHandlers(self, driver)
+        self._requests = RequestHandlers(self.executor, driver, self._start_reports)
         #: CPU and executes since the last load report.
         self._meter = LoadMeter(time.monotonic())
         #: Whether a client asked for load reports (set by its ``hello``; stays set).
         self.reporting = False
 
     # -- setting up ----------------------------------------------------------------------------
+
+    def _start_reports(self) -> None:
+        """A client asked for load reports: send them from now on while busy."""
+        self.reporting = True
 
     def serve_fd(self, fd: int) -> None:
         """Serve the connected stream socket ``fd`` (taking ownership); stop when it closes."""

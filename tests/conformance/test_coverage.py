@@ -1,4 +1,4 @@
-"""The conformance cases cover the issue's scope: every op, every dtype its kernel implements."""
+"""The conformance cases cover the reference kernels: every op, every dtype a kernel implements."""
 
 from __future__ import annotations
 

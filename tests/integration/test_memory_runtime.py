@@ -1,6 +1,6 @@
 """Shared memory through the runtime: real workers, real fds, real mappings (asyncio and trio).
 
-What is asserted is the absence of copies where the issue promises it: outputs written by the
+What is asserted is the absence of copies where docs/memory.md promises it: outputs written by the
 worker appear in the caller's own mapping, and weights by reference never travel as bytes.
 """
 

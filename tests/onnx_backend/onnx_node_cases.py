@@ -1,4 +1,4 @@
-"""The ONNX backend node tests, cached on disk, and a ``BackendTest`` over the issue's operators.
+"""The ONNX backend node tests, cached on disk, and a ``BackendTest`` over the listed operators.
 
 onnx >= 1.20 ships no node-test data: ``onnx.backend.test.BackendTest`` builds all ~1,900 node
 cases in memory by running every exporter under ``onnx.backend.test.case.node`` (about 12 s; no
@@ -47,7 +47,7 @@ __all__ = ["LISTED_OPS", "ExpectedFailure", "NodeCase", "backend_test", "cache_d
            "expected_failures", "load_cases", "load_expected_failures",
            "needs_onnxruntime_oracle"]
 
-#: The operators issue 9 lists; their node tests are the suite's target.
+#: The operators nnrt's importer targets (docs/onnx.md); their node tests are the suite's target.
 LISTED_OPS = tuple("""
 Add Sub Mul Div Pow Sqrt Reciprocal Exp Erf Tanh Sigmoid HardSigmoid Relu LeakyRelu Clip Max Min
 Abs Neg Floor Ceil Cast Equal Greater GreaterOrEqual Less Not And Or Where IsNaN MatMul Gemm Conv

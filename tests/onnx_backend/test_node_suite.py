@@ -1,4 +1,4 @@
-"""onnx's backend node tests of the issue-9 operators, run on nnrt through ``NnrtBackend``.
+"""onnx's backend node tests of the listed operators (``LISTED_OPS``), run through ``NnrtBackend``.
 
 ``onnx.backend.test.BackendTest`` drives :class:`nnrt.onnx.backend.NnrtBackend` over the node
 tests of :data:`onnx_node_cases.LISTED_OPS` (their ``*_expanded`` function-body variants

@@ -214,6 +214,13 @@ def test_the_old_driver_package_is_a_deprecated_alias() -> None:
     assert out == "['DeprecationWarning']", out
 
 
+def test_the_old_worker_command_still_runs() -> None:
+    done = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-m",
+                           "nnrt.driver", "--help"], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 0 and "--driver" in done.stdout, done.stderr
+
+
 def test_importing_the_alias_in_process_warns() -> None:
     sys.modules.pop("nnrt.driver", None)
     with warnings.catch_warnings(record=True) as seen:

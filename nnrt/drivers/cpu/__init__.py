@@ -2,8 +2,9 @@
 
 ``CpuPlugin.partition`` selects float32 operations it lowers; ``compile`` folds constants,
 pre-packs weights, fuses activations and element-wise chains, plans a scratch arena and
-generates one straight-line Python function per partition, shipped as a msgpack bytecode module
-(see ``docs/cpu-driver.md``). ``CpuDispatch`` verifies that source before running it.
+emits one straight-line program per partition (kernel calls on slots, stored as data), shipped
+as a msgpack bytecode module (see ``docs/cpu-driver.md``). ``CpuDispatch`` verifies that program
+before running it.
 ``CpuDriver()`` serves the pair as a driver (``load_driver("cpu")``); its prepared models
 (``CpuPreparedModel``) build an autotuned stage 2 in the background after some executions.
 """

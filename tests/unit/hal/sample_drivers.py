@@ -1,4 +1,4 @@
-"""Test drivers for the HAL tests (``tests/unit/driver``): real subclasses overriding one hook.
+"""Test drivers for the HAL tests (``tests/unit/hal``): real subclasses overriding one hook.
 
 A plain module, not a test file: pytest's default ``prepend`` import mode puts this directory on
 ``sys.path``, so tests import it as ``sample_drivers`` and ``load_driver`` finds
