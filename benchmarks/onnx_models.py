@@ -1,6 +1,6 @@
 """ONNX models on nnrt (the ``cpu`` driver, through the runtime, warm) vs onnxruntime.
 
-Run: .venv/bin/python benchmarks/onnx_models.py [--runs N] [--models a,b]
+Run: .venv/bin/python benchmarks/onnx_models.py [--runs N] [--models a,b] [--device cpu|litert]
 
 Models: silero VAD (``silero_vad_16k_op15.onnx``, one 576-sample chunk per row with its LSTM
 state), magika's classifier (``standard_v3_3``, 2048 byte features per row), and two models
@@ -126,14 +126,14 @@ def _ort(data: bytes, feeds: dict[str, Array], threads: int,
     return _median_ms(lambda: session.run(None, feeds), runs), outputs
 
 
-async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int,
-                rt: nnrt.Runtime) -> tuple[float, list[Array], str]:
+async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtime,
+                device: str) -> tuple[float, list[Array], str]:
     shapes = {k: list(v.shape) for k, v in feeds.items() if v.ndim}
     model = nnrt.onnx.load(onnx.load_model_from_string(data), input_shapes=shapes)
     inputs = {k: (v if v.ndim else v.reshape(1)) for k, v in feeds.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a PartitionWarning is part of what we measure
-        compiled = await rt.compile(model, devices=["cpu"])
+        compiled = await rt.compile(model, devices=[device])
     placement = ", ".join(f"{s.driver}:{len(s.operations)}" for s in compiled.placement().steps)
     outputs = await compiled.execute(inputs)
     # Warm: past the cpu driver's stage-2 trigger (optimize_after executions), then time for
@@ -157,9 +157,11 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--device", default="cpu", help="the driver nnrt compiles for (cpu, "
+                        "litert); what it does not take falls back to the reference driver")
     args = parser.parse_args()
     rows = []
-    async with nnrt.Runtime(drivers=["cpu", "reference"], workers=1) as rt:
+    async with nnrt.Runtime(drivers=[args.device, "reference"], workers=1) as rt:
         for key in args.models.split(","):
             for batch in (int(b) for b in args.batches.split(",")):
                 case = MODELS[key](batch)
@@ -168,14 +170,14 @@ async def main() -> None:
                 name, data, feeds = case
                 ort1, want = _ort(data, feeds, 1, args.runs)
                 ort2, _ = _ort(data, feeds, 2, args.runs)
-                ours, got, placement = await _nnrt(data, feeds, args.runs, rt)
+                ours, got, placement = await _nnrt(data, feeds, args.runs, rt, args.device)
                 for w, g in zip(want, got, strict=True):
                     np.testing.assert_allclose(g.reshape(w.shape), w, rtol=1e-4, atol=1e-4)
                 rows.append((name, batch, ours, ort1, ort2, placement))
                 print(f"# {name} b{batch}: nnrt {ours:.3f} ms, ort1 {ort1:.3f}, ort2 {ort2:.3f} "
                       f"[{placement}]", file=sys.stderr)
-    print("| model | batch | nnrt cpu (ms) | onnxruntime 1 thread (ms) | onnxruntime 2 threads "
-          "(ms) | nnrt / ort-1 | steps (driver:ops) |")
+    print(f"| model | batch | nnrt {args.device} (ms) | onnxruntime 1 thread (ms) | "
+          "onnxruntime 2 threads (ms) | nnrt / ort-1 | steps (driver:ops) |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for name, batch, ours, ort1, ort2, placement in rows:
         print(f"| {name} | {batch} | {ours:.3f} | {ort1:.3f} | {ort2:.3f} | "

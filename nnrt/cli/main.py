@@ -29,15 +29,20 @@ def _demo(_: argparse.Namespace) -> int:
 
 
 def _drivers(_: argparse.Namespace) -> int:
+    from nnrt.errors import BadData  # noqa: PLC0415
     from nnrt.hal.discovery import available_drivers, load_driver  # noqa: PLC0415
     from nnrt.model.types import OperationType  # noqa: PLC0415
     from nnrt.ops._framework.registry import definitions  # noqa: PLC0415
 
-    print(f"{'name':<20} {'version':<10} {'type':<12} {'level':>5}  supported ops")
+    print(f"{'name':<20} {'version':<24} {'type':<12} {'level':>5}  supported ops")
     for name in available_drivers():
-        info = load_driver(name).info()
+        try:
+            info = load_driver(name).info()
+        except BadData as exc:  # installed but not loadable here (e.g. litert without wheels)
+            print(f"{name:<20} {'-':<24} {'-':<12} {'-':>5}  unavailable: {exc}")
+            continue
         count = len(definitions()) if name == "reference" else "?"
-        print(f"{info.name:<20} {info.version:<10} {info.device_type:<12} "
+        print(f"{info.name:<20} {info.version:<24} {info.device_type:<12} "
               f"{info.feature_level:>5}  {count} of {len(OperationType)}")
     return 0
 

@@ -22,7 +22,8 @@ __all__ = ["ENTRY_POINT_GROUP", "available_drivers", "load_driver"]
 ENTRY_POINT_GROUP = "nnrt.drivers"
 #: Drivers shipped with nnrt: name -> "module:factory".
 _BUILTIN = {"reference": "nnrt.reference.driver:ReferenceDriver",
-            "cpu": "nnrt.drivers.cpu:CpuDriver"}
+            "cpu": "nnrt.drivers.cpu:CpuDriver",
+            "litert": "nnrt.drivers.litert:LitertDriver"}
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _MAX_SPEC = 512
 

@@ -28,7 +28,7 @@ def test_builtin_drivers_load_without_package_metadata(monkeypatch: pytest.Monke
                                                         ) -> None:
     # As when running from a source tree: no installed distribution, no entry points.
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **_: [])
-    assert available_drivers() == ["cpu", "reference"]
+    assert available_drivers() == ["cpu", "litert", "reference"]
     assert isinstance(load_driver("reference"), ReferenceDriver)
 
 

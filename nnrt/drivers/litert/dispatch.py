@@ -1,0 +1,154 @@
+"""``LitertDispatch``: checks a partition's flatbuffer, loads it into LiteRT, runs it.
+
+The bytecode comes from a cache file or a ``.nnrt`` model file, so it is untrusted: ``load``
+parses it in Python first (LiteRT's own object API over the flatbuffer) and checks what the
+native loader would trust — one subgraph, tensor, buffer and operator-code indices in range,
+only the builtins the compiler writes, float32/int32 tensors of bounded rank whose constant
+bytes match their shapes — then hands LiteRT the re-packed model. ``invoke`` copies the inputs
+in and the outputs out (one copy each way) around ``Interpreter.invoke``; executables are not
+shared between threads at once (a lock per executable).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as fb
+
+from nnrt.drivers.litert.flatbuffer import BUILTINS, FILE_IDENTIFIER
+from nnrt.errors import BadData, OpFailed
+from nnrt.hal.plugin import Dispatch
+
+__all__ = ["DEFAULT_THREADS", "THREADS", "LitertDispatch", "LitertExecutable", "threads"]
+
+Array = np.ndarray[Any, Any]
+#: Environment variable: LiteRT (XNNPACK) threads per worker.
+THREADS = "NNRT_LITERT_THREADS"
+#: One thread per worker: a pool already runs one worker per core, so more threads per worker
+#: would only contend with the other workers.
+DEFAULT_THREADS = 1
+_MAX_THREADS = 64
+_MAX_RANK = 6
+_MAX_BYTES = 1 << 31
+_ALLOWED = frozenset(BUILTINS.values())
+_ITEMSIZE = {fb.TensorType.FLOAT32: 4, fb.TensorType.INT32: 4}
+
+
+def threads() -> int:
+    """The configured threads per worker (``$NNRT_LITERT_THREADS``, else 1)."""
+    text = os.environ.get(THREADS, "").strip()
+    if not text:
+        return DEFAULT_THREADS
+    try:
+        count = int(text)
+    except ValueError:
+        raise BadData(f"${THREADS} must be an int from 1 to {_MAX_THREADS}, got "
+                      f"{text!r:.40}") from None
+    if not 1 <= count <= _MAX_THREADS:
+        raise BadData(f"${THREADS} must be from 1 to {_MAX_THREADS}, got {count}")
+    return count
+
+
+class LitertExecutable:
+    """A loaded partition: its interpreter and the indices of its inputs and outputs."""
+
+    def __init__(self, interpreter: Any) -> None:
+        self.interpreter = interpreter
+        self.inputs = [d["index"] for d in interpreter.get_input_details()]
+        self.outputs = [d["index"] for d in interpreter.get_output_details()]
+        self.lock = threading.Lock()
+
+
+class LitertDispatch(Dispatch):
+    """The runtime half of the litert compiler plugin."""
+
+    def load(self, bytecode: Any, entry_point: str) -> LitertExecutable:
+        """An interpreter for the flatbuffer ``bytecode`` (``BadData`` if it does not check)."""
+        from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415 - worker only
+
+        if entry_point != "main":
+            raise BadData(f"litert bytecode has one entry point, 'main'; got {entry_point!r:.40}")
+        data = bytes(bytecode) if isinstance(bytecode, bytes | bytearray | memoryview) else None
+        if data is None:
+            raise BadData("litert bytecode must be bytes")
+        checked = _checked(data)
+        try:
+            interpreter = Interpreter(model_content=checked, num_threads=threads())
+            interpreter.allocate_tensors()
+        except (ValueError, RuntimeError) as exc:
+            raise BadData(f"LiteRT refused the partition's flatbuffer: {exc}") from None
+        return LitertExecutable(interpreter)
+
+    def invoke(self, executable: Any, inputs: Sequence[Array], outputs: Sequence[Array]) -> None:
+        """Copy ``inputs`` in, run, copy every output into ``outputs``."""
+        interpreter = executable.interpreter
+        with executable.lock:
+            for index, value in zip(executable.inputs, inputs, strict=True):
+                interpreter.set_tensor(index, value)
+            try:
+                interpreter.invoke()
+            except RuntimeError as exc:
+                raise OpFailed(f"LiteRT failed to run the partition: {exc}") from None
+            for index, target in zip(executable.outputs, outputs, strict=True):
+                np.copyto(target, interpreter.tensor(index)().reshape(target.shape))
+
+
+def _checked(data: bytes) -> bytes:
+    """``data`` parsed and checked as a flatbuffer the compiler could have written, re-packed."""
+    if len(data) < 8 or data[4:8] != FILE_IDENTIFIER:
+        raise BadData("litert bytecode is not a TFLite flatbuffer (no TFL3 identifier)")
+    try:
+        model = fb.ModelT.InitFromPackedBuf(data, 0)
+    except Exception as exc:  # any parse failure of untrusted bytes
+        raise BadData(f"litert bytecode does not parse as a TFLite model: {exc!r:.200}") from None
+    _check_model(model)
+    builder = flatbuffers.Builder(len(data) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
+    return bytes(builder.Output())
+
+
+def _check_model(model: Any) -> None:
+    subgraphs = model.subgraphs or []
+    buffers = model.buffers or []
+    codes = model.operatorCodes or []
+    if len(subgraphs) != 1:
+        raise BadData(f"litert bytecode: expected one subgraph, got {len(subgraphs)}")
+    for i, code in enumerate(codes):
+        if code.builtinCode not in _ALLOWED:
+            raise BadData(f"litert bytecode: operator code {i} is builtin {code.builtinCode}, "
+                          "which the litert compiler never writes")
+    subgraph = subgraphs[0]
+    tensors = subgraph.tensors or []
+    for t, tensor in enumerate(tensors):
+        shape = [] if tensor.shape is None else [int(d) for d in tensor.shape]
+        if tensor.type not in _ITEMSIZE or len(shape) > _MAX_RANK or any(d < 0 for d in shape):
+            raise BadData(f"litert bytecode: tensor {t} has type {tensor.type} and shape "
+                          f"{shape}, outside what the compiler writes")
+        nbytes = math.prod(shape) * _ITEMSIZE[tensor.type]
+        if not 0 <= tensor.buffer < len(buffers) or nbytes > _MAX_BYTES:
+            raise BadData(f"litert bytecode: tensor {t} names buffer {tensor.buffer} of "
+                          f"{len(buffers)}")
+        data = buffers[tensor.buffer].data
+        if tensor.buffer and (data is None or len(data) != nbytes):
+            raise BadData(f"litert bytecode: tensor {t} of shape {shape} has "
+                          f"{0 if data is None else len(data)} bytes, expected {nbytes}")
+    for name, indices in (("inputs", subgraph.inputs), ("outputs", subgraph.outputs)):
+        _check_indices(f"subgraph {name}", indices, len(tensors))
+    for o, operator in enumerate(subgraph.operators or []):
+        if not 0 <= operator.opcodeIndex < len(codes):
+            raise BadData(f"litert bytecode: operator {o} names operator code "
+                          f"{operator.opcodeIndex} of {len(codes)}")
+        _check_indices(f"operator {o} inputs", operator.inputs, len(tensors))
+        _check_indices(f"operator {o} outputs", operator.outputs, len(tensors))
+
+
+def _check_indices(where: str, indices: Any, count: int) -> None:
+    for index in [] if indices is None else indices:
+        if not 0 <= int(index) < count:
+            raise BadData(f"litert bytecode: {where} name tensor {int(index)} of {count}")

@@ -1,0 +1,62 @@
+"""``LitertPlugin`` (partition + compile to TFLite flatbuffers) and ``LitertDriver``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import metadata
+
+from nnrt._version import __version__
+from nnrt.drivers.litert.dispatch import LitertDispatch
+from nnrt.drivers.litert.flatbuffer import write_partition
+from nnrt.drivers.litert.support import unsupported_reason
+from nnrt.hal.base import PerformanceInfo
+from nnrt.hal.plugin import CompiledResult, CompilerPlugin, PartitionResult, PluginDriver
+from nnrt.model.model import Model
+
+__all__ = ["FORMAT", "LITERT_VERSION", "LitertDriver", "LitertPlugin"]
+
+#: The layout of the bytecode this compiler writes (a TFLite flatbuffer per partition); bumped
+#: when what it writes changes, so caches and ``.nnrt`` files of older compilers are refused.
+FORMAT = 1
+#: The installed LiteRT: part of the driver version, so its caches follow LiteRT updates.
+LITERT_VERSION = metadata.version("ai-edge-litert")
+
+
+class LitertPlugin(CompilerPlugin):
+    """Selects the operations with an exact TFLite builtin and writes each partition as a
+    TFLite flatbuffer with one entry point, ``main``."""
+
+    name = "litert"
+    version = f"{__version__}+litert{LITERT_VERSION}+fb{FORMAT}"
+    soc_manufacturer = "Google"
+    supported_hardware = "cpu"
+
+    def partition(self, model: Model, soc_model: str | None) -> PartitionResult:
+        """Every operation with no :func:`~nnrt.drivers.litert.support.unsupported_reason`."""
+        selected: dict[int, int | None] = {}
+        rejected: dict[int, str] = {}
+        for index in range(len(model.operations)):
+            reason = unsupported_reason(model, index)
+            if reason is None:
+                selected[index] = None
+            else:
+                rejected[index] = reason
+        return PartitionResult(selected, rejected)
+
+    def compile(self, partitions: Sequence[Model], soc_model: str | None) -> CompiledResult:
+        """One flatbuffer per partition (module ``i`` implements partition ``i``)."""
+        modules = tuple(write_partition(model) for model in partitions)
+        return CompiledResult(modules, tuple((i, "main") for i in range(len(partitions))))
+
+
+class LitertDriver(PluginDriver):
+    """LiteRT's CPU kernels (XNNPACK) behind nnrt's driver interface: :class:`LitertPlugin`
+    with :class:`~nnrt.drivers.litert.dispatch.LitertDispatch`.
+
+    Threads per worker: ``$NNRT_LITERT_THREADS`` (default 1, see
+    :data:`~nnrt.drivers.litert.dispatch.DEFAULT_THREADS`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(LitertPlugin(), LitertDispatch(), device_type="cpu",
+                         performance=PerformanceInfo(exec_time=0.2, power_usage=0.5))

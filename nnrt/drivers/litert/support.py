@@ -1,0 +1,168 @@
+"""Which operations the litert plugin selects, and why it rejects the others.
+
+An operation is selected when a TFLite builtin computes exactly what NNAPI specifies for it:
+its data tensors are TENSOR_FLOAT32 of static shape and rank at most 4, every parameter is a
+constant, the layout is NHWC, and the parameters have a TFLite equivalent — explicit padding
+only where it is what TFLite's SAME or VALID gives for that size (anything else would need a
+PAD the compiler does not insert yet), SOFTMAX only on the last axis. The reason for a
+rejection names the first rule the operation breaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nnrt.errors import NnrtError
+from nnrt.model.model import Model
+from nnrt.model.operation import operation_name
+from nnrt.model.types import OperandType, OperationType, PaddingCode
+from nnrt.ops._framework.context import OperationContext, Unknown
+from nnrt.ops._framework.registry import lookup
+from nnrt.ops.conv_geometry import (
+    layout_of,
+    nhwc_dims,
+    optional_tail_signature,
+    read_geometry,
+)
+from nnrt.ops.padding import implicit_padding
+from nnrt.ops.pooling_geometry import read_params
+
+__all__ = ["SELECTED", "Window", "conv_window", "pool_window", "static_context",
+           "tflite_padding", "unsupported_reason"]
+
+T = OperandType
+Op = OperationType
+
+#: The operation types the compiler writes as TFLite builtins.
+SELECTED = frozenset({
+    Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH,
+    Op.FULLY_CONNECTED, Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
+    Op.SOFTMAX, Op.RESHAPE, Op.CONCATENATION,
+})
+#: Parameters are scalars (and RESHAPE's shape tensor), always constants.
+_PARAMETER_TYPES = (T.INT32, T.FLOAT32, T.BOOL, T.TENSOR_INT32)
+_MAX_RANK = 4
+
+
+@dataclass(frozen=True)
+class Window:
+    """The TFLite form of a convolution or pooling window: padding, strides, sizes, dilation."""
+
+    padding: str  # "SAME" or "VALID"
+    stride_h: int
+    stride_w: int
+    filter_h: int
+    filter_w: int
+    dilation_h: int
+    dilation_w: int
+    activation: int
+    #: DEPTHWISE_CONV_2D's depth multiplier (1 otherwise).
+    multiplier: int = 1
+
+
+def static_context(model: Model, index: int) -> OperationContext:
+    """Operation ``index`` seen with its inferred dims and the model's constants."""
+    op = model.operations[index]
+    inferred = model.inferred_dims
+    return OperationContext(model.operands, op, index, lookup(op.type), relaxed=model.relaxed,
+                            dims=lambda k: inferred[k], constant=model.constant_value)
+
+
+def tflite_padding(pads: tuple[int, int, int, int], size: tuple[int, int],
+                   stride: tuple[int, int], filter_hw: tuple[int, int],
+                   dilation: tuple[int, int] = (1, 1)) -> str | None:
+    """"VALID" or "SAME" when explicit ``pads`` (top, bottom, left, right) are what TFLite
+    computes for that padding on an input of ``size`` (height, width); None otherwise."""
+    if not any(pads):
+        return "VALID"
+    same = (*implicit_padding(PaddingCode.SAME, size[0], stride[0], filter_hw[0], dilation[0]),
+            *implicit_padding(PaddingCode.SAME, size[1], stride[1], filter_hw[1], dilation[1]))
+    return "SAME" if tuple(pads) == same else None
+
+
+def conv_window(ctx: OperationContext) -> Window | str:
+    """CONV_2D / DEPTHWISE_CONV_2D in TFLite terms, or why they have none."""
+    depthwise = ctx.operation.type == Op.DEPTHWISE_CONV_2D
+    sig = optional_tail_signature(ctx, "depth_multiplier" if depthwise else None)
+    if layout_of(ctx, sig):
+        return "NCHW layout not supported (TFLite is NHWC)"
+    _, height, width, _ = nhwc_dims(ctx.shape(0), False)
+    filt = ctx.shape(1)
+    geo = read_geometry(ctx, sig, spatial=(height, width), filter_hw=(filt[1], filt[2]))
+    padding = tflite_padding((geo.pad_top, geo.pad_bottom, geo.pad_left, geo.pad_right),
+                             (height, width), (geo.stride_h, geo.stride_w), (filt[1], filt[2]),
+                             (geo.dilation_h, geo.dilation_w))
+    if padding is None:
+        return (f"explicit padding {(geo.pad_top, geo.pad_bottom, geo.pad_left, geo.pad_right)}"
+                " (top, bottom, left, right) is neither TFLite's SAME nor VALID")
+    return Window(padding, geo.stride_h, geo.stride_w, filt[1], filt[2], geo.dilation_h,
+                  geo.dilation_w, geo.activation, geo.extra if depthwise else 1)
+
+
+def pool_window(ctx: OperationContext) -> Window | str:
+    """AVERAGE_POOL_2D / MAX_POOL_2D in TFLite terms, or why they have none."""
+    shape = ctx.shape(0)
+    params = read_params(ctx, shape)
+    if params.nchw:
+        return "NCHW layout not supported (TFLite is NHWC)"
+    padding = tflite_padding(
+        (params.pad_top, params.pad_bottom, params.pad_left, params.pad_right),
+        (shape[1], shape[2]), (params.stride_h, params.stride_w),
+        (params.filter_h, params.filter_w))
+    if padding is None:
+        return "explicit padding is neither TFLite's SAME nor VALID"
+    return Window(padding, params.stride_h, params.stride_w, params.filter_h, params.filter_w,
+                  1, 1, params.activation)
+
+
+def unsupported_reason(model: Model, index: int) -> str | None:
+    """Why the litert plugin does not select operation ``index`` of ``model`` (None: it does)."""
+    op = model.operations[index]
+    if op.type not in SELECTED:
+        return f"operation type {operation_name(op.type)} has no TFLite builtin here"
+    operands = model.operands
+    inferred = model.inferred_dims
+    ctx = static_context(model, index)
+    for slot, k in enumerate(op.inputs):
+        operand = operands[k]
+        if operand.is_omitted:
+            continue
+        name = ctx.where(input=slot).split(", ", 1)[1]
+        is_shape = op.type == Op.RESHAPE and slot == 1
+        if operand.type == T.TENSOR_FLOAT32:
+            dims = inferred[k]
+            if not dims or not all(d > 0 for d in dims):
+                return f"{name} has no static shape"
+            if len(dims) > _MAX_RANK:
+                return f"{name} has rank {len(dims)} (at most {_MAX_RANK} here)"
+        elif operand.type in _PARAMETER_TYPES and (is_shape or operand.type != T.TENSOR_INT32):
+            if not operand.is_constant:
+                return f"{name} is not a constant (parameters must be)"
+        else:
+            return f"{name}: {operand.type.name} not supported"
+    for k in op.outputs:
+        dims = inferred[k]
+        if operands[k].type != T.TENSOR_FLOAT32:
+            return f"output operand {k}: {operands[k].type.name} not supported"
+        if not dims or not all(d > 0 for d in dims) or len(dims) > _MAX_RANK:
+            return f"output operand {k} has no static shape of rank 1 to {_MAX_RANK}"
+    return _variant_reason(ctx)
+
+
+def _variant_reason(ctx: OperationContext) -> str | None:
+    kind = ctx.operation.type
+    try:
+        if kind in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
+            window = conv_window(ctx)
+            return window if isinstance(window, str) else None
+        if kind in (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D):
+            window = pool_window(ctx)
+            return window if isinstance(window, str) else None
+        if kind == Op.SOFTMAX and ctx.n_inputs > 2 and not ctx.is_omitted(2):
+            axis = int(ctx.scalar(2))
+            rank = len(ctx.shape(0))
+            if axis not in (-1, rank - 1):
+                return f"softmax on axis {axis} (TFLite's SOFTMAX takes the last axis only)"
+    except (NnrtError, Unknown) as exc:
+        return f"cannot resolve the {operation_name(kind)} parameters: {exc}"
+    return None

@@ -1,0 +1,195 @@
+"""The litert driver: conformance, partition reasons, untrusted bytecode, and runtime use."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+
+import nnrt
+
+pytest.importorskip("ai_edge_litert", reason="ai-edge-litert has no wheel for this platform")
+
+from ai_edge_litert import schema_py_generated as fb
+
+from nnrt.drivers.litert import FORMAT, LitertDispatch, LitertDriver
+from nnrt.drivers.litert.dispatch import THREADS, threads
+from nnrt.drivers.litert.flatbuffer import write_partition
+from nnrt.hal.conformance import check_driver
+from nnrt.hal.discovery import load_driver
+from nnrt.testing.spec import FLOAT32_TOL
+
+Op = nnrt.OperationType
+ATOL, RTOL = FLOAT32_TOL
+#: A chain of operations compounds rounding differences (XNNPACK sums in another order): whole
+#: models are compared as onnxruntime's are, within 1e-4.
+MODEL_TOL = {"rtol": 1e-4, "atol": 1e-4}
+RNG = np.random.default_rng(7)
+
+
+def _cnn() -> nnrt.Model:
+    b = nnrt.ModelBuilder()
+    x = b.input("image", (2, 12, 12, 3))
+    y = b.conv2d(x, RNG.standard_normal((8, 3, 3, 3)).astype(np.float32),
+                 RNG.standard_normal(8).astype(np.float32), stride=1, padding="same",
+                 activation="relu6")
+    y = b.depthwise_conv2d(y, RNG.standard_normal((1, 3, 3, 8)).astype(np.float32),
+                           np.zeros(8, np.float32), padding="valid")
+    y = b.average_pool2d(y, 2)
+    y = b.reshape(y, (2, -1))
+    y = b.fully_connected(y, RNG.standard_normal((5, 200)).astype(np.float32),
+                          np.zeros(5, np.float32))
+    b.output(b.softmax(b.add(y, y)), names=["probs"])
+    return b.build()
+
+
+def test_the_conformance_kit_passes_on_everything_litert_claims() -> None:
+    report = check_driver("litert")
+    assert report.variants_failed == 0 and report.checks_failed == 0
+    assert report.variants_run > 500 and not report.checks_skipped
+
+
+def test_info_names_litert_and_its_version() -> None:
+    info = load_driver("litert").info()
+    assert info.name == "litert" and info.device_type == "cpu"
+    assert info.version.startswith(f"{nnrt.__version__}+litert") and info.version.endswith(
+        f"+fb{FORMAT}")
+
+
+def test_partition_reasons_name_what_tflite_lacks() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 6, 6, 2))
+    x_nchw = b.input("x_nchw", (1, 2, 6, 6))
+    i = b.input("i", (1, 4), "int32")
+    w = RNG.standard_normal((2, 3, 3, 2)).astype(np.float32)
+    nchw = b.operation(Op.CONV_2D, x_nchw, w, np.zeros(2, np.float32), 1, 1, 1, 0, True)[0]
+    odd = b.operation(Op.CONV_2D, x, w, np.zeros(2, np.float32), 0, 2, 0, 2, 1, 1, 0)[0]
+    soft = b.softmax(x, axis=1)
+    ints = b.add(i, i)
+    b.output(nchw, odd, soft, ints)
+    reasons = LitertDriver().support(b.build()).reasons
+    assert "NCHW" in reasons[0]
+    assert "neither TFLite's SAME nor VALID" in reasons[1]
+    assert "last axis" in reasons[2]
+    assert "TENSOR_INT32 not supported" in reasons[3]
+
+
+def test_results_match_the_reference_in_process() -> None:
+    model = _cnn()
+    driver = LitertDriver()
+    assert set(driver.partition(model).selected) == set(range(len(model.operations)))
+    image = RNG.standard_normal((2, 12, 12, 3)).astype(np.float32)
+    result = driver.prepare(model).execute([image])
+    np.testing.assert_allclose(result.outputs[0], nnrt.reference.run(model, [image])[0],
+                               **MODEL_TOL)
+
+
+def _bytecode() -> bytes:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 4))
+    b.output(b.relu(b.add(x, np.ones((1, 4), np.float32))))
+    return write_partition(b.build())
+
+
+def _repacked(edit: object) -> bytes:
+    import flatbuffers
+
+    model = fb.ModelT.InitFromPackedBuf(_bytecode(), 0)
+    edit(model)  # type: ignore[operator]
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _bad_opcode(model: object) -> None:
+    model.operatorCodes[0].builtinCode = fb.BuiltinOperator.CUSTOM  # type: ignore[attr-defined]
+
+
+def _short_buffer(model: object) -> None:
+    constant = next(b for b in model.buffers if b.data is not None)  # type: ignore[attr-defined]
+    constant.data = np.array(constant.data[:8])
+
+
+def _wild_tensor(model: object) -> None:
+    operator = model.subgraphs[0].operators[0]  # type: ignore[attr-defined]
+    operator.inputs = np.array([99, *operator.inputs[1:]], np.int32)
+
+
+@pytest.mark.parametrize(("bytecode", "message"), [
+    (b"not a flatbuffer", "no TFL3 identifier"),
+    (_bytecode()[:40], "does not parse"),
+    (_repacked(_bad_opcode), "never writes"),
+    (_repacked(_short_buffer), "bytes, expected 16"),
+    (_repacked(_wild_tensor), "name tensor 99"),
+])
+def test_untrusted_bytecode_is_checked_before_litert_sees_it(bytecode: bytes,
+                                                             message: str) -> None:
+    with pytest.raises(nnrt.BadData, match=message):
+        LitertDispatch().load(bytecode, "main")
+
+
+def test_valid_bytecode_loads_and_runs() -> None:
+    dispatch = LitertDispatch()
+    executable = dispatch.load(_bytecode(), "main")
+    out = np.empty((1, 4), np.float32)
+    dispatch.invoke(executable, [np.array([[-3, 0, 1, 2]], np.float32)], [out])
+    assert out.tolist() == [[0, 1, 2, 3]]
+    with pytest.raises(nnrt.BadData, match="one entry point"):
+        dispatch.load(_bytecode(), "partition_0")
+
+
+def test_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(THREADS, raising=False)
+    assert threads() == 1
+    monkeypatch.setenv(THREADS, "3")
+    assert threads() == 3
+    for bad in ("0", "many", "65"):
+        monkeypatch.setenv(THREADS, bad)
+        with pytest.raises(nnrt.BadData, match=THREADS):
+            threads()
+
+
+def test_a_runtime_places_the_model_on_litert_and_caches_it(tmp_path: Path) -> None:
+    model = _cnn()
+    image = RNG.standard_normal((2, 12, 12, 3)).astype(np.float32)
+    expected = nnrt.reference.run(model, [image])[0]
+
+    async def run() -> list[tuple[int, int]]:
+        counts = []
+        for _ in range(2):
+            async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
+                compiled = await rt.compile(model, cache_dir=tmp_path / "cache")
+                assert compiled.steps == 1 and compiled.device == "litert"
+                assert {o.driver for o in compiled.placement().operations} == {"litert"}
+                (probs,) = await compiled.execute([image])
+                np.testing.assert_allclose(probs, expected, **MODEL_TOL)
+                stats = rt.statistics()
+                counts.append((stats.cache_misses, stats.cache_hits))
+        return counts
+
+    assert anyio.run(run) == [(1, 0), (0, 1)]
+    assert os.listdir(tmp_path / "cache")
+
+
+def test_what_litert_does_not_take_falls_back_to_another_step() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (2, 6))
+    y = b.tanh(b.fully_connected(x, RNG.standard_normal((6, 6)).astype(np.float32),
+                                 np.zeros(6, np.float32)))
+    b.output(b.operation(Op.L2_NORMALIZATION, y)[0])
+    model = b.build()
+    x_value = RNG.standard_normal((2, 6)).astype(np.float32)
+
+    async def run() -> None:
+        async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
+            compiled = await rt.compile(model)
+            drivers = [o.driver for o in compiled.placement().operations]
+            assert drivers == ["litert", "litert", "reference"] and compiled.steps == 2
+            (out,) = await compiled.execute([x_value])
+            np.testing.assert_allclose(out, nnrt.reference.run(model, [x_value])[0],
+                                       **MODEL_TOL)
+
+    anyio.run(run)
