@@ -21,7 +21,7 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
-from nnrt.drivers.litert.flatbuffer import BUILTINS, FILE_IDENTIFIER
+from nnrt.drivers.litert.flatbuffer import FILE_IDENTIFIER, WRITTEN
 from nnrt.errors import BadData, OpFailed
 from nnrt.hal.plugin import Dispatch
 
@@ -36,7 +36,7 @@ DEFAULT_THREADS = 1
 _MAX_THREADS = 64
 _MAX_RANK = 6
 _MAX_BYTES = 1 << 31
-_ALLOWED = frozenset(BUILTINS.values())
+_ALLOWED = WRITTEN
 _ITEMSIZE = {fb.TensorType.FLOAT32: 4, fb.TensorType.INT32: 4}
 
 

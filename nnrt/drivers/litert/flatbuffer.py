@@ -5,6 +5,13 @@ becomes one TFLite model with one subgraph: a tensor per float32 operand (consta
 bytes in the model's buffers), one operator per NNAPI operation, the NNAPI scalars as the
 builtin's options. The schema is LiteRT's own (``ai_edge_litert.schema_py_generated``), written
 with ``flatbuffers``; the file identifier is ``TFL3``.
+
+TFLite computes in NHWC; NNAPI operations with the NCHW layout flag (and ONNX-imported models)
+are NCHW. An NCHW convolution or pooling reads its input in NHWC and leaves its output there;
+element-wise operations and MEAN whose inputs are already in NHWC (or are constants, permuted
+once here) stay in NHWC too. So a whole NCHW region runs in NHWC, with one TRANSPOSE where a
+tensor enters it and one where a tensor leaves it for an operation that needs the NNAPI layout
+(or is a partition output) — not a transpose pair around every operation.
 """
 
 from __future__ import annotations
@@ -16,14 +23,20 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
-from nnrt.drivers.litert.support import Window, conv_window, pool_window, static_context
+from nnrt.drivers.litert.support import (
+    Window,
+    conv_window,
+    mean_axes,
+    pool_window,
+    static_context,
+)
 from nnrt.errors import OpFailed
 from nnrt.model.model import Model
 from nnrt.model.operation import Operation
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import OperationContext
 
-__all__ = ["BUILTINS", "FILE_IDENTIFIER", "write_partition"]
+__all__ = ["BUILTINS", "FILE_IDENTIFIER", "WRITTEN", "write_partition"]
 
 Op = OperationType
 FILE_IDENTIFIER = b"TFL3"
@@ -39,8 +52,17 @@ BUILTINS: dict[OperationType, int] = {
     Op.AVERAGE_POOL_2D: fb.BuiltinOperator.AVERAGE_POOL_2D,
     Op.MAX_POOL_2D: fb.BuiltinOperator.MAX_POOL_2D, Op.SOFTMAX: fb.BuiltinOperator.SOFTMAX,
     Op.RESHAPE: fb.BuiltinOperator.RESHAPE,
-    Op.CONCATENATION: fb.BuiltinOperator.CONCATENATION,
+    Op.CONCATENATION: fb.BuiltinOperator.CONCATENATION, Op.MEAN: fb.BuiltinOperator.MEAN,
 }
+#: Every builtin the compiler writes: the operations' and the layout changes' TRANSPOSE.
+WRITTEN = frozenset({*BUILTINS.values(), fb.BuiltinOperator.TRANSPOSE, fb.BuiltinOperator.PAD,
+                     fb.BuiltinOperator.PADV2})
+#: NCHW -> NHWC and back, as TRANSPOSE permutations (``nhwc[i] = nchw[_TO_NHWC[i]]``).
+_TO_NHWC = (0, 2, 3, 1)
+_TO_NCHW = (0, 3, 1, 2)
+#: Operations computed in whatever layout their inputs have (all of them rank 4).
+_ELEMENTWISE = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.RELU, Op.RELU1, Op.RELU6,
+                          Op.LOGISTIC, Op.TANH})
 #: Data inputs (NNAPI input slots) each operation passes to its builtin, in order; the other
 #: inputs are parameters that become options. RESHAPE's new shape and CONCATENATION's inputs
 #: are handled by the writer.
@@ -63,18 +85,61 @@ class _Writer:
         self.codes: dict[int, int] = {}
         self.operators: list[Any] = []
         self._tensor_of: dict[int, int] = {}
+        #: Operands held in NHWC order (rank-4 tensors of an NCHW region): their tensors.
+        self.nhwc: dict[int, int] = {}
 
     def tensor(self, index: int) -> int:
-        """The tensor of operand ``index`` (created on first use, with its bytes if constant)."""
+        """The tensor of operand ``index`` in its NNAPI layout (created on first use, with its
+        bytes if constant; transposed back once if an NCHW region computed it in NHWC)."""
         found = self._tensor_of.get(index)
         if found is not None:
             return found
         dims = self.model.inferred_dims[index]
+        if index in self.nhwc:
+            found = self._tensor_of[index] = self._add(f"operand_{index}", dims,
+                                                       fb.TensorType.FLOAT32, None)
+            self._transpose(self.nhwc[index], found, _TO_NCHW)
+            return found
         value = self.model.constant_value(index)
         data = None if value is None else np.ascontiguousarray(value, np.float32)
         found = self._tensor_of[index] = self._add(f"operand_{index}", dims, fb.TensorType.FLOAT32,
                                                    data)
         return found
+
+    def nhwc_tensor(self, index: int) -> int:
+        """The tensor of operand ``index`` (NCHW, or a constant of rank <= 4 broadcast as one)
+        in NHWC order: permuted here for a constant, transposed once otherwise."""
+        found = self.nhwc.get(index)
+        if found is not None:
+            return found
+        dims = self.model.inferred_dims[index]
+        value = self.model.constant_value(index)
+        if value is not None:
+            full = np.asarray(value, np.float32).reshape((1,) * (4 - len(dims)) + tuple(dims))
+            found = self.constant(f"operand_{index}_nhwc", full.transpose(_TO_NHWC))
+        else:
+            found = self._add(f"operand_{index}_nhwc", tuple(dims[i] for i in _TO_NHWC),
+                              fb.TensorType.FLOAT32, None)
+            self._transpose(self.tensor(index), found, _TO_NHWC)
+        self.nhwc[index] = found
+        return found
+
+    def nhwc_output(self, index: int) -> int:
+        """A new tensor for output operand ``index`` (rank 4, NCHW) computed in NHWC."""
+        dims = self.model.inferred_dims[index]
+        found = self.nhwc[index] = self._add(f"operand_{index}_nhwc",
+                                             tuple(dims[i] for i in _TO_NHWC),
+                                             fb.TensorType.FLOAT32, None)
+        return found
+
+    def add_tensor(self, name: str, dims: tuple[int, ...]) -> int:
+        """A new float32 tensor computed in the partition (no operand of its own)."""
+        return self._add(name, dims, fb.TensorType.FLOAT32, None)
+
+    def _transpose(self, source: int, target: int, perm: tuple[int, ...]) -> None:
+        order = self.constant(f"perm_{len(self.tensors)}", np.asarray(perm, np.int32))
+        self.operator(fb.BuiltinOperator.TRANSPOSE, [source, order], [target],
+                      fb.BuiltinOptions.TransposeOptions, fb.TransposeOptionsT())
 
     def constant(self, name: str, value: np.ndarray[Any, Any]) -> int:
         """A new constant tensor (int32 shapes and the like) holding ``value``."""
@@ -180,19 +245,105 @@ _OPTIONS: dict[OperationType, Callable[[OperationContext], tuple[int, Any]]] = {
 }
 
 
+def _in_nhwc(writer: _Writer, index: int, op: Operation) -> bool:
+    """Whether element-wise operation ``op`` (``index``) computes in NHWC: its output is rank
+    4 and each data input is in NHWC already or a constant, and at least one is in NHWC."""
+    model = writer.model
+    if len(model.inferred_dims[op.outputs[0]]) != 4:
+        return False
+    data = [op.inputs[slot] for slot in _DATA_SLOTS[op.type]]
+    return any(k in writer.nhwc for k in data) and all(
+        k in writer.nhwc or model.constant_value(k) is not None for k in data)
+
+
+def _write_window(writer: _Writer, builtin: int, ctx: OperationContext, op: Operation,
+                  window: Window | str) -> None:
+    """A convolution or pooling; an NCHW one reads and writes NHWC tensors."""
+    options_type, options = _OPTIONS[op.type](ctx)
+    slots = _DATA_SLOTS[op.type]
+    resolved = _window(ctx, window)
+    dims = writer.model.inferred_dims[op.inputs[0]]
+    if resolved.nchw:
+        source = writer.nhwc_tensor(op.inputs[0])
+        dims = tuple(dims[i] for i in _TO_NHWC)
+        outputs = [writer.nhwc_output(op.outputs[0])]
+    else:
+        source = writer.tensor(op.inputs[0])
+        outputs = [writer.tensor(op.outputs[0])]
+    if resolved.pads is not None:
+        source = _pad(writer, ctx.index, source, dims, resolved.pads,
+                      -np.inf if op.type == Op.MAX_POOL_2D else 0.0)
+    inputs = [source, *(writer.tensor(op.inputs[slot]) for slot in slots[1:])]
+    writer.operator(builtin, inputs, outputs, options_type, options)
+
+
+def _pad(writer: _Writer, index: int, source: int, dims: tuple[int, ...],
+         pads: tuple[int, int, int, int], fill: float) -> int:
+    """``source`` (NHWC ``dims``) padded by (top, bottom, left, right) elements of ``fill``."""
+    top, bottom, left, right = pads
+    padded = (dims[0], dims[1] + top + bottom, dims[2] + left + right, dims[3])
+    target = writer.add_tensor(f"padded_{index}", padded)
+    amounts = writer.constant(f"pads_{index}", np.asarray(
+        [[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
+    if fill == 0.0:
+        writer.operator(fb.BuiltinOperator.PAD, [source, amounts], [target],
+                        fb.BuiltinOptions.PadOptions, fb.PadOptionsT())
+    else:
+        value = writer.constant(f"fill_{index}", np.asarray([fill], np.float32))
+        writer.operator(fb.BuiltinOperator.PADV2, [source, amounts, value], [target],
+                        fb.BuiltinOptions.PadV2Options, fb.PadV2OptionsT())
+    return target
+
+
+def _write_mean(writer: _Writer, index: int, ctx: OperationContext, op: Operation) -> None:
+    axes, keep = mean_axes(ctx)
+    source = op.inputs[0]
+    options = fb.ReducerOptionsT()
+    options.keepDims = keep
+    if source in writer.nhwc:
+        moved = sorted(_TO_NHWC.index(a) for a in axes)
+        kept_nchw = [a for a in range(4) if a not in axes]
+        kept_nhwc = [_TO_NHWC[p] for p in range(4) if p not in moved]
+        if keep or kept_nchw == kept_nhwc:
+            order = writer.constant(f"axes_{index}", np.asarray(moved, np.int32))
+            output = (writer.nhwc_output(op.outputs[0]) if keep
+                      else writer.tensor(op.outputs[0]))
+            writer.operator(fb.BuiltinOperator.MEAN, [writer.nhwc[source], order], [output],
+                            fb.BuiltinOptions.ReducerOptions, options)
+            return
+    order = writer.constant(f"axes_{index}", np.asarray(axes, np.int32))
+    writer.operator(fb.BuiltinOperator.MEAN, [writer.tensor(source), order],
+                    [writer.tensor(op.outputs[0])], fb.BuiltinOptions.ReducerOptions, options)
+
+
 def _write_operation(writer: _Writer, index: int, op: Operation) -> None:
     ctx = static_context(writer.model, index)
-    outputs = [writer.tensor(k) for k in op.outputs]
     builtin = BUILTINS[op.type]
+    if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
+        _write_window(writer, builtin, ctx, op, conv_window(ctx))
+        return
+    if op.type in (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D):
+        _write_window(writer, builtin, ctx, op, pool_window(ctx))
+        return
+    if op.type == Op.MEAN:
+        _write_mean(writer, index, ctx, op)
+        return
     if op.type == Op.CONCATENATION:
         inputs = [writer.tensor(k) for k in op.inputs[:-1]]
         options = fb.ConcatenationOptionsT()
         rank = len(writer.model.inferred_dims[op.outputs[0]])
         options.axis = int(ctx.scalar(len(op.inputs) - 1)) % rank
-        writer.operator(builtin, inputs, outputs, fb.BuiltinOptions.ConcatenationOptions,
+        writer.operator(builtin, inputs, [writer.tensor(op.outputs[0])],
+                        fb.BuiltinOptions.ConcatenationOptions, options)
+        return
+    if op.type in _ELEMENTWISE and _in_nhwc(writer, index, op):
+        inputs = [writer.nhwc_tensor(op.inputs[slot]) for slot in _DATA_SLOTS[op.type]]
+        options_type, options = _OPTIONS[op.type](ctx)
+        writer.operator(builtin, inputs, [writer.nhwc_output(op.outputs[0])], options_type,
                         options)
         return
     inputs = [writer.tensor(op.inputs[slot]) for slot in _DATA_SLOTS[op.type]]
+    outputs = [writer.tensor(k) for k in op.outputs]
     if op.type == Op.RESHAPE:
         dims = writer.model.inferred_dims[op.outputs[0]]
         inputs.append(writer.constant(f"shape_{index}", np.asarray(dims, np.int32)))

@@ -2,10 +2,13 @@
 
 An operation is selected when a TFLite builtin computes exactly what NNAPI specifies for it:
 its data tensors are TENSOR_FLOAT32 of static shape and rank at most 4, every parameter is a
-constant, the layout is NHWC, and the parameters have a TFLite equivalent — explicit padding
-only where it is what TFLite's SAME or VALID gives for that size (anything else would need a
-PAD the compiler does not insert yet), SOFTMAX only on the last axis. The reason for a
-rejection names the first rule the operation breaks.
+constant, and the parameters have a TFLite equivalent — explicit padding that is not what
+TFLite's SAME or VALID gives becomes a PAD before a VALID window (zeros for convolutions, -inf
+for MAX_POOL_2D; AVERAGE_POOL_2D, which averages over real elements only, needs SAME or VALID),
+SOFTMAX only on the last axis, MEAN not over every dim without ``keep_dims``.
+NCHW operations (the layout flag) are taken too: the compiler computes whole NCHW regions in
+NHWC (:mod:`.flatbuffer`). The reason for a rejection names the first rule the operation
+breaks.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from nnrt.ops.conv_geometry import (
 from nnrt.ops.padding import implicit_padding
 from nnrt.ops.pooling_geometry import read_params
 
-__all__ = ["SELECTED", "Window", "conv_window", "pool_window", "static_context",
+__all__ = ["SELECTED", "Window", "conv_window", "mean_axes", "pool_window", "static_context",
            "tflite_padding", "unsupported_reason"]
 
 T = OperandType
@@ -37,8 +40,10 @@ Op = OperationType
 SELECTED = frozenset({
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH,
     Op.FULLY_CONNECTED, Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
-    Op.SOFTMAX, Op.RESHAPE, Op.CONCATENATION,
+    Op.SOFTMAX, Op.RESHAPE, Op.CONCATENATION, Op.MEAN,
 })
+#: (operation, input slot) of TENSOR_INT32 parameters (constants): shapes and axes.
+_INT32_PARAMETERS = frozenset({(Op.RESHAPE, 1), (Op.MEAN, 1)})
 #: Parameters are scalars (and RESHAPE's shape tensor), always constants.
 _PARAMETER_TYPES = (T.INT32, T.FLOAT32, T.BOOL, T.TENSOR_INT32)
 _MAX_RANK = 4
@@ -58,6 +63,11 @@ class Window:
     activation: int
     #: DEPTHWISE_CONV_2D's depth multiplier (1 otherwise).
     multiplier: int = 1
+    #: Whether the NNAPI operation is NCHW (the compiler then works in NHWC around it).
+    nchw: bool = False
+    #: Explicit (top, bottom, left, right) padding for a PAD before a VALID window, when the
+    #: operation's padding is neither SAME nor VALID (None: none needed).
+    pads: tuple[int, int, int, int] | None = None
 
 
 def static_context(model: Model, index: int) -> OperationContext:
@@ -84,35 +94,41 @@ def conv_window(ctx: OperationContext) -> Window | str:
     """CONV_2D / DEPTHWISE_CONV_2D in TFLite terms, or why they have none."""
     depthwise = ctx.operation.type == Op.DEPTHWISE_CONV_2D
     sig = optional_tail_signature(ctx, "depth_multiplier" if depthwise else None)
-    if layout_of(ctx, sig):
-        return "NCHW layout not supported (TFLite is NHWC)"
-    _, height, width, _ = nhwc_dims(ctx.shape(0), False)
+    nchw = layout_of(ctx, sig)
+    _, height, width, _ = nhwc_dims(ctx.shape(0), nchw)
     filt = ctx.shape(1)
     geo = read_geometry(ctx, sig, spatial=(height, width), filter_hw=(filt[1], filt[2]))
-    padding = tflite_padding((geo.pad_top, geo.pad_bottom, geo.pad_left, geo.pad_right),
-                             (height, width), (geo.stride_h, geo.stride_w), (filt[1], filt[2]),
-                             (geo.dilation_h, geo.dilation_w))
-    if padding is None:
-        return (f"explicit padding {(geo.pad_top, geo.pad_bottom, geo.pad_left, geo.pad_right)}"
-                " (top, bottom, left, right) is neither TFLite's SAME nor VALID")
-    return Window(padding, geo.stride_h, geo.stride_w, filt[1], filt[2], geo.dilation_h,
-                  geo.dilation_w, geo.activation, geo.extra if depthwise else 1)
+    pads = (geo.pad_top, geo.pad_bottom, geo.pad_left, geo.pad_right)
+    padding = tflite_padding(pads, (height, width), (geo.stride_h, geo.stride_w),
+                             (filt[1], filt[2]), (geo.dilation_h, geo.dilation_w))
+    return Window(padding or "VALID", geo.stride_h, geo.stride_w, filt[1], filt[2],
+                  geo.dilation_h, geo.dilation_w, geo.activation,
+                  geo.extra if depthwise else 1, nchw, None if padding else pads)
 
 
 def pool_window(ctx: OperationContext) -> Window | str:
     """AVERAGE_POOL_2D / MAX_POOL_2D in TFLite terms, or why they have none."""
     shape = ctx.shape(0)
     params = read_params(ctx, shape)
-    if params.nchw:
-        return "NCHW layout not supported (TFLite is NHWC)"
+    _, height, width, _ = nhwc_dims(shape, params.nchw)
     padding = tflite_padding(
         (params.pad_top, params.pad_bottom, params.pad_left, params.pad_right),
-        (shape[1], shape[2]), (params.stride_h, params.stride_w),
+        (height, width), (params.stride_h, params.stride_w),
         (params.filter_h, params.filter_w))
-    if padding is None:
-        return "explicit padding is neither TFLite's SAME nor VALID"
-    return Window(padding, params.stride_h, params.stride_w, params.filter_h, params.filter_w,
-                  1, 1, params.activation)
+    pads = (params.pad_top, params.pad_bottom, params.pad_left, params.pad_right)
+    if padding is None and ctx.operation.type == Op.AVERAGE_POOL_2D:
+        return (f"explicit padding {pads} (top, bottom, left, right) is neither TFLite's SAME "
+                "nor VALID (an AVERAGE_POOL_2D cannot take a PAD: it averages real elements)")
+    return Window(padding or "VALID", params.stride_h, params.stride_w, params.filter_h,
+                  params.filter_w, 1, 1, params.activation, 1, params.nchw,
+                  None if padding else pads)
+
+
+def mean_axes(ctx: OperationContext) -> tuple[list[int], bool]:
+    """MEAN's axes (non-negative, sorted, without duplicates) and whether it keeps dims."""
+    rank = len(ctx.shape(0))
+    axes = sorted({int(a) % rank for a in ctx.constant(1).reshape(-1)})
+    return axes, int(ctx.scalar(2)) > 0
 
 
 def unsupported_reason(model: Model, index: int) -> str | None:
@@ -128,7 +144,7 @@ def unsupported_reason(model: Model, index: int) -> str | None:
         if operand.is_omitted:
             continue
         name = ctx.where(input=slot).split(", ", 1)[1]
-        is_shape = op.type == Op.RESHAPE and slot == 1
+        is_shape = (op.type, slot) in _INT32_PARAMETERS
         if operand.type == T.TENSOR_FLOAT32:
             dims = inferred[k]
             if not dims or not all(d > 0 for d in dims):
@@ -163,6 +179,11 @@ def _variant_reason(ctx: OperationContext) -> str | None:
             rank = len(ctx.shape(0))
             if axis not in (-1, rank - 1):
                 return f"softmax on axis {axis} (TFLite's SOFTMAX takes the last axis only)"
+        if kind == Op.MEAN:
+            axes, keep = mean_axes(ctx)
+            if not keep and len(axes) == len(ctx.shape(0)):
+                return ("MEAN over every dim without keep_dims (NNAPI gives shape [1], TFLite "
+                        "a scalar)")
     except (NnrtError, Unknown) as exc:
         return f"cannot resolve the {operation_name(kind)} parameters: {exc}"
     return None

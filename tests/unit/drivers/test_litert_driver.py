@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import anyio
 import numpy as np
+import onnxruntime as ort
 import pytest
 
 import nnrt
@@ -22,6 +24,7 @@ from nnrt.hal.conformance import check_driver
 from nnrt.hal.discovery import load_driver
 from nnrt.testing.spec import FLOAT32_TOL
 
+sys.path.insert(0, str(Path(__file__).parents[2] / "models"))  # builders: ONNX test models
 Op = nnrt.OperationType
 ATOL, RTOL = FLOAT32_TOL
 #: A chain of operations compounds rounding differences (XNNPACK sums in another order): whole
@@ -62,19 +65,70 @@ def test_info_names_litert_and_its_version() -> None:
 def test_partition_reasons_name_what_tflite_lacks() -> None:
     b = nnrt.ModelBuilder()
     x = b.input("x", (1, 6, 6, 2))
-    x_nchw = b.input("x_nchw", (1, 2, 6, 6))
     i = b.input("i", (1, 4), "int32")
-    w = RNG.standard_normal((2, 3, 3, 2)).astype(np.float32)
-    nchw = b.operation(Op.CONV_2D, x_nchw, w, np.zeros(2, np.float32), 1, 1, 1, 0, True)[0]
-    odd = b.operation(Op.CONV_2D, x, w, np.zeros(2, np.float32), 0, 2, 0, 2, 1, 1, 0)[0]
+    odd_avg = b.operation(Op.AVERAGE_POOL_2D, x, 1, 0, 1, 0, 1, 1, 2, 2, 0)[0]
     soft = b.softmax(x, axis=1)
     ints = b.add(i, i)
-    b.output(nchw, odd, soft, ints)
+    every = b.operation(Op.MEAN, x, np.array([0, 1, 2, 3], np.int32), 0)[0]
+    b.output(odd_avg, soft, ints, every)
     reasons = LitertDriver().support(b.build()).reasons
-    assert "NCHW" in reasons[0]
-    assert "neither TFLite's SAME nor VALID" in reasons[1]
-    assert "last axis" in reasons[2]
-    assert "TENSOR_INT32 not supported" in reasons[3]
+    assert "AVERAGE_POOL_2D cannot take a PAD" in reasons[0]
+    assert "last axis" in reasons[1]
+    assert "TENSOR_INT32 not supported" in reasons[2]
+    assert "every dim without keep_dims" in reasons[3]
+
+
+def _builtins(model: nnrt.Model) -> list[str]:
+    names = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
+    tflite = fb.ModelT.InitFromPackedBuf(write_partition(model), 0)
+    return [names[tflite.operatorCodes[o.opcodeIndex].builtinCode]
+            for o in tflite.subgraphs[0].operators]
+
+
+def _nchw_chain() -> nnrt.Model:
+    """An NCHW region as ONNX imports it: conv (padding no SAME gives), per-channel scale and
+    shift, relu, max pool with odd padding, global mean, then a flat classifier."""
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (2, 3, 10, 10))
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    y = b.operation(Op.CONV_2D, x, w, RNG.standard_normal(4).astype(np.float32),
+                    1, 1, 1, 1, 2, 2, 0, True)[0]
+    y = b.mul(y, RNG.standard_normal((4, 1, 1)).astype(np.float32))
+    y = b.relu(b.add(y, RNG.standard_normal((4, 1, 1)).astype(np.float32)))
+    y = b.operation(Op.MAX_POOL_2D, y, 1, 0, 1, 0, 2, 2, 2, 2, 0, True)[0]
+    y = b.operation(Op.MEAN, y, np.array([2, 3], np.int32), 1)[0]
+    y = b.reshape(y, (2, 4))
+    b.output(b.fully_connected(y, RNG.standard_normal((3, 4)).astype(np.float32),
+                               np.zeros(3, np.float32)))
+    return b.build()
+
+
+def test_an_nchw_region_runs_in_nhwc_with_transposes_only_at_its_edges() -> None:
+    model = _nchw_chain()
+    assert not LitertDriver().support(model).reasons
+    ops = _builtins(model)
+    assert ops.count("TRANSPOSE") == 2 and ops[0] == "TRANSPOSE"  # in, and out before RESHAPE
+    assert "PAD" in ops and "PADV2" in ops  # zeros for the conv, -inf for the max pool
+    x = RNG.standard_normal((2, 3, 10, 10)).astype(np.float32)
+    got = LitertDriver().prepare(model).execute([x]).outputs[0]
+    np.testing.assert_allclose(got, nnrt.reference.run(model, [x])[0], **MODEL_TOL)
+
+
+def test_an_onnx_resnet_runs_whole_on_litert_as_onnxruntime_does() -> None:
+    # onnxruntime is imported with the module: its first import opens files for the process
+    import onnx
+    from builders import resnet_cnn
+
+    import nnrt.onnx
+
+    data = resnet_cnn(size=32, channels=16).SerializeToString()
+    model = nnrt.onnx.load(onnx.load_model_from_string(data), input_shapes={"x": [2, 3, 32, 32]})
+    driver = LitertDriver()
+    assert not driver.support(model).reasons
+    x = RNG.standard_normal((2, 3, 32, 32)).astype(np.float32)
+    got = driver.prepare(model).execute([x]).outputs[0]
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, **MODEL_TOL)
 
 
 def test_results_match_the_reference_in_process() -> None:
