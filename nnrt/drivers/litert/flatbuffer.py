@@ -23,6 +23,7 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
+from nnrt.drivers.litert.folding import Fold, Fused, fold_affine, fuse_activations
 from nnrt.drivers.litert.support import (
     Window,
     conv_window,
@@ -87,6 +88,25 @@ class _Writer:
         self._tensor_of: dict[int, int] = {}
         #: Operands held in NHWC order (rank-4 tensors of an NCHW region): their tensors.
         self.nhwc: dict[int, int] = {}
+        #: Convolutions with the per-channel MUL / ADD after them folded in.
+        self.folds: dict[int, Fold] = fold_affine(model)
+        #: Operations taking the activation operation after them as their fused activation.
+        self.fused: dict[int, Fused] = fuse_activations(model, self.folds)
+        #: The MUL / ADD / activation operations those folds replace.
+        self.absorbed = frozenset([*(i for fold in self.folds.values() for i in fold.absorbed),
+                                   *(f.absorbed for f in self.fused.values())])
+
+    def result(self, index: int, options: Any) -> int:
+        """The operand operation ``index`` writes once folded, its fused activation set on
+        ``options`` (when the operation has one)."""
+        fold, fused = self.folds.get(index), self.fused.get(index)
+        output = self.model.operations[index].outputs[0] if fold is None else fold.output
+        if fold is not None:
+            options.fusedActivationFunction = fold.activation
+        if fused is not None:
+            options.fusedActivationFunction = fused.activation
+            output = fused.output
+        return output
 
     def tensor(self, index: int) -> int:
         """The tensor of operand ``index`` in its NNAPI layout (created on first use, with its
@@ -263,17 +283,23 @@ def _write_window(writer: _Writer, builtin: int, ctx: OperationContext, op: Oper
     slots = _DATA_SLOTS[op.type]
     resolved = _window(ctx, window)
     dims = writer.model.inferred_dims[op.inputs[0]]
+    fold = writer.folds.get(ctx.index)
+    output = writer.result(ctx.index, options)
     if resolved.nchw:
         source = writer.nhwc_tensor(op.inputs[0])
         dims = tuple(dims[i] for i in _TO_NHWC)
-        outputs = [writer.nhwc_output(op.outputs[0])]
+        outputs = [writer.nhwc_output(output)]
     else:
         source = writer.tensor(op.inputs[0])
-        outputs = [writer.tensor(op.outputs[0])]
+        outputs = [writer.tensor(output)]
     if resolved.pads is not None:
         source = _pad(writer, ctx.index, source, dims, resolved.pads,
                       -np.inf if op.type == Op.MAX_POOL_2D else 0.0)
-    inputs = [source, *(writer.tensor(op.inputs[slot]) for slot in slots[1:])]
+    if fold is None:
+        inputs = [source, *(writer.tensor(op.inputs[slot]) for slot in slots[1:])]
+    else:
+        inputs = [source, writer.constant(f"filter_{ctx.index}", fold.filter),
+                  writer.constant(f"bias_{ctx.index}", fold.bias)]
     writer.operator(builtin, inputs, outputs, options_type, options)
 
 
@@ -339,20 +365,21 @@ def _write_operation(writer: _Writer, index: int, op: Operation) -> None:
     if op.type in _ELEMENTWISE and _in_nhwc(writer, index, op):
         inputs = [writer.nhwc_tensor(op.inputs[slot]) for slot in _DATA_SLOTS[op.type]]
         options_type, options = _OPTIONS[op.type](ctx)
-        writer.operator(builtin, inputs, [writer.nhwc_output(op.outputs[0])], options_type,
-                        options)
+        output = writer.result(index, options)
+        writer.operator(builtin, inputs, [writer.nhwc_output(output)], options_type, options)
         return
     inputs = [writer.tensor(op.inputs[slot]) for slot in _DATA_SLOTS[op.type]]
-    outputs = [writer.tensor(k) for k in op.outputs]
-    if op.type == Op.RESHAPE:
-        dims = writer.model.inferred_dims[op.outputs[0]]
-        inputs.append(writer.constant(f"shape_{index}", np.asarray(dims, np.int32)))
-        options = fb.ReshapeOptionsT()
-        options.newShape = np.asarray(dims, np.int32)
-        writer.operator(builtin, inputs, outputs, fb.BuiltinOptions.ReshapeOptions, options)
+    if op.type != Op.RESHAPE:
+        options_type, options = _OPTIONS[op.type](ctx)
+        writer.operator(builtin, inputs, [writer.tensor(writer.result(index, options))],
+                        options_type, options)
         return
-    options_type, options = _OPTIONS[op.type](ctx)
-    writer.operator(builtin, inputs, outputs, options_type, options)
+    dims = writer.model.inferred_dims[op.outputs[0]]  # RESHAPE: the shape resolved here
+    inputs.append(writer.constant(f"shape_{index}", np.asarray(dims, np.int32)))
+    reshape = fb.ReshapeOptionsT()
+    reshape.newShape = np.asarray(dims, np.int32)
+    writer.operator(builtin, inputs, [writer.tensor(op.outputs[0])],
+                    fb.BuiltinOptions.ReshapeOptions, reshape)
 
 
 def write_partition(model: Model) -> bytes:
@@ -364,7 +391,8 @@ def write_partition(model: Model) -> bytes:
                            "supported by the litert compiler")
         writer.tensor(index)
     for index in model.run_order:
-        _write_operation(writer, index, model.operations[index])
+        if index not in writer.absorbed:
+            _write_operation(writer, index, model.operations[index])
     subgraph = fb.SubGraphT()
     subgraph.tensors = writer.tensors
     subgraph.operators = writer.operators

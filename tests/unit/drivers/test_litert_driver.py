@@ -114,6 +114,23 @@ def test_an_nchw_region_runs_in_nhwc_with_transposes_only_at_its_edges() -> None
     np.testing.assert_allclose(got, nnrt.reference.run(model, [x])[0], **MODEL_TOL)
 
 
+def test_a_tensor_read_elsewhere_stops_the_fold_there() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 5, 5, 2))
+    y = b.conv2d(x, RNG.standard_normal((2, 3, 3, 2)).astype(np.float32),
+                 np.zeros(2, np.float32), padding="same")
+    scaled = b.mul(y, np.array([2.0, 3.0], np.float32))
+    shifted = b.relu(b.add(scaled, np.array([1.0, -1.0], np.float32)))
+    b.output(shifted, scaled)  # the scaled tensor is an output too: the shift cannot fold
+    model = b.build()
+    ops = _builtins(model)
+    assert ops == ["CONV_2D", "ADD"]  # the conv writes the scaled output; RELU fused in ADD
+    x_value = RNG.standard_normal((1, 5, 5, 2)).astype(np.float32)
+    got = LitertDriver().prepare(model).execute([x_value]).outputs
+    for g, w in zip(got, nnrt.reference.run(model, [x_value]), strict=True):
+        np.testing.assert_allclose(g, w, **MODEL_TOL)
+
+
 def test_an_onnx_resnet_runs_whole_on_litert_as_onnxruntime_does() -> None:
     # onnxruntime is imported with the module: its first import opens files for the process
     import onnx
@@ -125,6 +142,8 @@ def test_an_onnx_resnet_runs_whole_on_litert_as_onnxruntime_does() -> None:
     model = nnrt.onnx.load(onnx.load_model_from_string(data), input_shapes={"x": [2, 3, 32, 32]})
     driver = LitertDriver()
     assert not driver.support(model).reasons
+    ops = _builtins(model)  # batch norm folded into the convolutions, ReLUs fused into them
+    assert ops.count("TRANSPOSE") == 2 and "MUL" not in ops and "RELU" not in ops
     x = RNG.standard_normal((2, 3, 32, 32)).astype(np.float32)
     got = driver.prepare(model).execute([x]).outputs[0]
     want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
