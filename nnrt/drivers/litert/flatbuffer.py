@@ -54,10 +54,14 @@ BUILTINS: dict[OperationType, int] = {
     Op.MAX_POOL_2D: fb.BuiltinOperator.MAX_POOL_2D, Op.SOFTMAX: fb.BuiltinOperator.SOFTMAX,
     Op.RESHAPE: fb.BuiltinOperator.RESHAPE,
     Op.CONCATENATION: fb.BuiltinOperator.CONCATENATION, Op.MEAN: fb.BuiltinOperator.MEAN,
+    Op.TRANSPOSE: fb.BuiltinOperator.TRANSPOSE, Op.BATCH_MATMUL: fb.BuiltinOperator.BATCH_MATMUL,
+    # written as MEAN, SQUARED_DIFFERENCE, MEAN, ADD, RSQRT, SUB, MUL, MUL, ADD
+    Op.NNRT_LAYER_NORMALIZATION: fb.BuiltinOperator.MEAN,
 }
 #: Every builtin the compiler writes: the operations' and the layout changes' TRANSPOSE.
 WRITTEN = frozenset({*BUILTINS.values(), fb.BuiltinOperator.TRANSPOSE, fb.BuiltinOperator.PAD,
-                     fb.BuiltinOperator.PADV2})
+                     fb.BuiltinOperator.PADV2, fb.BuiltinOperator.RSQRT,
+                     fb.BuiltinOperator.SQUARED_DIFFERENCE})
 #: NCHW -> NHWC and back, as TRANSPOSE permutations (``nhwc[i] = nchw[_TO_NHWC[i]]``).
 _TO_NHWC = (0, 2, 3, 1)
 _TO_NCHW = (0, 3, 1, 2)
@@ -72,6 +76,7 @@ _DATA_SLOTS: dict[OperationType, tuple[int, ...]] = {
     Op.RELU: (0,), Op.RELU1: (0,), Op.RELU6: (0,), Op.LOGISTIC: (0,), Op.TANH: (0,),
     Op.FULLY_CONNECTED: (0, 1, 2), Op.CONV_2D: (0, 1, 2), Op.DEPTHWISE_CONV_2D: (0, 1, 2),
     Op.AVERAGE_POOL_2D: (0,), Op.MAX_POOL_2D: (0,), Op.SOFTMAX: (0,), Op.RESHAPE: (0,),
+    Op.TRANSPOSE: (0,), Op.BATCH_MATMUL: (0, 1),
 }
 _PADDING = {"SAME": fb.Padding.SAME, "VALID": fb.Padding.VALID}
 
@@ -248,6 +253,13 @@ def _softmax(ctx: OperationContext) -> tuple[int, Any]:
     return fb.BuiltinOptions.SoftmaxOptions, options
 
 
+def _batch_matmul(ctx: OperationContext) -> tuple[int, Any]:
+    options = fb.BatchMatMulOptionsT()
+    options.adjX, options.adjY = (bool(ctx.scalar(slot)) if ctx.n_inputs > slot
+                                  and not ctx.is_omitted(slot) else False for slot in (2, 3))
+    return fb.BuiltinOptions.BatchMatMulOptions, options
+
+
 def _no_options(ctx: OperationContext) -> tuple[int, Any]:
     return fb.BuiltinOptions.NONE, None
 
@@ -260,7 +272,7 @@ _OPTIONS: dict[OperationType, Callable[[OperationContext], tuple[int, Any]]] = {
     Op.FULLY_CONNECTED: _fully_connected,
     Op.CONV_2D: _conv, Op.DEPTHWISE_CONV_2D: _conv,
     Op.AVERAGE_POOL_2D: _pool, Op.MAX_POOL_2D: _pool,
-    Op.SOFTMAX: _softmax,
+    Op.SOFTMAX: _softmax, Op.BATCH_MATMUL: _batch_matmul,
     **dict.fromkeys((Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH), _no_options),
 }
 
@@ -342,6 +354,55 @@ def _write_mean(writer: _Writer, index: int, ctx: OperationContext, op: Operatio
                     [writer.tensor(op.outputs[0])], fb.BuiltinOptions.ReducerOptions, options)
 
 
+def _write_layer_norm(writer: _Writer, index: int, ctx: OperationContext, op: Operation
+                      ) -> None:
+    """``(x - mean) * rsqrt(var + eps) * scale + bias`` over the axes ``[axis, rank)``."""
+    dims = writer.model.inferred_dims[op.inputs[0]]
+    rank = len(dims)
+    axes = list(range(int(ctx.scalar(3)) % rank, rank))
+    reduced = tuple(1 if i in axes else d for i, d in enumerate(dims))
+    x = writer.tensor(op.inputs[0])
+    order = writer.constant(f"axes_{index}", np.asarray(axes, np.int32))
+    keep = fb.ReducerOptionsT()
+    keep.keepDims = True
+
+    def temp(name: str, shape: tuple[int, ...]) -> int:
+        return writer.add_tensor(f"{name}_{index}", shape)
+
+    def binary(builtin: int, kind: int, options: Any, a: int, b: int, out: int) -> int:
+        if options is not None:
+            options.fusedActivationFunction = 0
+        writer.operator(builtin, [a, b], [out], kind, options)
+        return out
+
+    mean = temp("mean", reduced)
+    writer.operator(fb.BuiltinOperator.MEAN, [x, order], [mean],
+                    fb.BuiltinOptions.ReducerOptions, keep)
+    squares = binary(fb.BuiltinOperator.SQUARED_DIFFERENCE,
+                     fb.BuiltinOptions.SquaredDifferenceOptions, fb.SquaredDifferenceOptionsT(),
+                     x, mean, temp("squares", dims))
+    variance = temp("variance", reduced)
+    writer.operator(fb.BuiltinOperator.MEAN, [squares, order], [variance],
+                    fb.BuiltinOptions.ReducerOptions, keep)
+    epsilon = writer.constant(f"epsilon_{index}", np.asarray([ctx.scalar(4)], np.float32))
+    shifted = binary(fb.BuiltinOperator.ADD, fb.BuiltinOptions.AddOptions, fb.AddOptionsT(),
+                     variance, epsilon, temp("shifted", reduced))
+    inverse = temp("inverse", reduced)
+    writer.operator(fb.BuiltinOperator.RSQRT, [shifted], [inverse])
+    centred = binary(fb.BuiltinOperator.SUB, fb.BuiltinOptions.SubOptions, fb.SubOptionsT(),
+                     x, mean, temp("centred", dims))
+    normal = binary(fb.BuiltinOperator.MUL, fb.BuiltinOptions.MulOptions, fb.MulOptionsT(),
+                    centred, inverse, temp("normal", dims))
+    has_bias = ctx.n_inputs > 2 and not ctx.is_omitted(2)
+    output = writer.tensor(op.outputs[0])
+    scaled = binary(fb.BuiltinOperator.MUL, fb.BuiltinOptions.MulOptions, fb.MulOptionsT(),
+                    normal, writer.tensor(op.inputs[1]),
+                    temp("scaled", dims) if has_bias else output)
+    if has_bias:
+        binary(fb.BuiltinOperator.ADD, fb.BuiltinOptions.AddOptions, fb.AddOptionsT(), scaled,
+               writer.tensor(op.inputs[2]), output)
+
+
 def _write_operation(writer: _Writer, index: int, op: Operation) -> None:
     ctx = static_context(writer.model, index)
     builtin = BUILTINS[op.type]
@@ -353,6 +414,19 @@ def _write_operation(writer: _Writer, index: int, op: Operation) -> None:
         return
     if op.type == Op.MEAN:
         _write_mean(writer, index, ctx, op)
+        return
+    if op.type == Op.NNRT_LAYER_NORMALIZATION:
+        _write_layer_norm(writer, index, ctx, op)
+        return
+    if op.type == Op.TRANSPOSE:
+        rank = len(writer.model.inferred_dims[op.inputs[0]])
+        given = ctx.constant(1) if ctx.n_inputs > 1 and not ctx.is_omitted(1) else None
+        perm = (np.asarray(given, np.int32).reshape(-1) if given is not None
+                else np.arange(rank - 1, -1, -1, dtype=np.int32))
+        order = writer.constant(f"perm_{index}", perm)
+        writer.operator(builtin, [writer.tensor(op.inputs[0]), order],
+                        [writer.tensor(op.outputs[0])], fb.BuiltinOptions.TransposeOptions,
+                        fb.TransposeOptionsT())
         return
     if op.type == Op.CONCATENATION:
         inputs = [writer.tensor(k) for k in op.inputs[:-1]]

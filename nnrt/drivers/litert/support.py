@@ -40,10 +40,11 @@ Op = OperationType
 SELECTED = frozenset({
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH,
     Op.FULLY_CONNECTED, Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
-    Op.SOFTMAX, Op.RESHAPE, Op.CONCATENATION, Op.MEAN,
+    Op.SOFTMAX, Op.RESHAPE, Op.CONCATENATION, Op.MEAN, Op.TRANSPOSE, Op.BATCH_MATMUL,
+    Op.NNRT_LAYER_NORMALIZATION,
 })
 #: (operation, input slot) of TENSOR_INT32 parameters (constants): shapes and axes.
-_INT32_PARAMETERS = frozenset({(Op.RESHAPE, 1), (Op.MEAN, 1)})
+_INT32_PARAMETERS = frozenset({(Op.RESHAPE, 1), (Op.MEAN, 1), (Op.TRANSPOSE, 1)})
 #: Parameters are scalars (and RESHAPE's shape tensor), always constants.
 _PARAMETER_TYPES = (T.INT32, T.FLOAT32, T.BOOL, T.TENSOR_INT32)
 _MAX_RANK = 4
