@@ -24,6 +24,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 from nnrt.drivers.litert.folding import Fold, Fused, fold_affine, fuse_activations
+from nnrt.drivers.litert.patterns import Gelu, gelu_patterns
 from nnrt.drivers.litert.support import (
     Window,
     conv_window,
@@ -57,6 +58,7 @@ BUILTINS: dict[OperationType, int] = {
     Op.TRANSPOSE: fb.BuiltinOperator.TRANSPOSE, Op.BATCH_MATMUL: fb.BuiltinOperator.BATCH_MATMUL,
     # written as MEAN, SQUARED_DIFFERENCE, MEAN, ADD, RSQRT, SUB, MUL, MUL, ADD
     Op.NNRT_LAYER_NORMALIZATION: fb.BuiltinOperator.MEAN,
+    Op.NNRT_ERF: fb.BuiltinOperator.GELU,  # only inside a GELU pattern (:mod:`.patterns`)
 }
 #: Every builtin the compiler writes: the operations' and the layout changes' TRANSPOSE.
 WRITTEN = frozenset({*BUILTINS.values(), fb.BuiltinOperator.TRANSPOSE, fb.BuiltinOperator.PAD,
@@ -94,12 +96,18 @@ class _Writer:
         #: Operands held in NHWC order (rank-4 tensors of an NCHW region): their tensors.
         self.nhwc: dict[int, int] = {}
         #: Convolutions with the per-channel MUL / ADD after them folded in.
-        self.folds: dict[int, Fold] = fold_affine(model)
+        #: GELUs written as one builtin at their ERF.
+        self.gelus: dict[int, Gelu] = gelu_patterns(model)
+        in_gelus = frozenset([*self.gelus, *(i for g in self.gelus.values() for i in g.absorbed)])
+        self.folds: dict[int, Fold] = {
+            i: fold for i, fold in fold_affine(model).items()
+            if not in_gelus.intersection(fold.absorbed)}
         #: Operations taking the activation operation after them as their fused activation.
-        self.fused: dict[int, Fused] = fuse_activations(model, self.folds)
+        self.fused: dict[int, Fused] = fuse_activations(model, self.folds, in_gelus)
         #: The MUL / ADD / activation operations those folds replace.
         self.absorbed = frozenset([*(i for fold in self.folds.values() for i in fold.absorbed),
-                                   *(f.absorbed for f in self.fused.values())])
+                                   *(f.absorbed for f in self.fused.values()),
+                                   *(i for g in self.gelus.values() for i in g.absorbed)])
 
     def result(self, index: int, options: Any) -> int:
         """The operand operation ``index`` writes once folded, its fused activation set on
@@ -414,6 +422,15 @@ def _write_operation(writer: _Writer, index: int, op: Operation) -> None:
         return
     if op.type == Op.MEAN:
         _write_mean(writer, index, ctx, op)
+        return
+    if op.type == Op.NNRT_ERF:
+        gelu = writer.gelus.get(index)
+        if gelu is None:  # the partition step takes ERF only inside a GELU
+            raise OpFailed(f"{ctx.where()}: ERF outside a GELU pattern")
+        options = fb.GeluOptionsT()
+        options.approximate = False
+        writer.operator(fb.BuiltinOperator.GELU, [writer.tensor(gelu.input)],
+                        [writer.tensor(gelu.output)], fb.BuiltinOptions.GeluOptions, options)
         return
     if op.type == Op.NNRT_LAYER_NORMALIZATION:
         _write_layer_norm(writer, index, ctx, op)

@@ -139,10 +139,12 @@ def _readers(model: Model) -> tuple[Counter[int], dict[int, int]]:
     return readers, reader_of
 
 
-def fuse_activations(model: Model, folds: dict[int, Fold]) -> dict[int, Fused]:
-    """Per operation index: the activation operation after it that becomes its fused one."""
+def fuse_activations(model: Model, folds: dict[int, Fold],
+                     excluded: frozenset[int] = frozenset()) -> dict[int, Fused]:
+    """Per operation index: the activation operation after it that becomes its fused one
+    (``excluded`` operations take part in no fusion: another pattern writes them)."""
     readers, reader_of = _readers(model)
-    absorbed = {i for fold in folds.values() for i in fold.absorbed}
+    absorbed = {i for fold in folds.values() for i in fold.absorbed} | excluded
     fused: dict[int, Fused] = {}
     for index, op in enumerate(model.operations):
         if index in absorbed:

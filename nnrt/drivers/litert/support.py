@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nnrt.drivers.litert.patterns import gelu_patterns
 from nnrt.errors import NnrtError
 from nnrt.model.model import Model
 from nnrt.model.operation import operation_name
@@ -41,7 +42,7 @@ SELECTED = frozenset({
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH,
     Op.FULLY_CONNECTED, Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
     Op.SOFTMAX, Op.RESHAPE, Op.CONCATENATION, Op.MEAN, Op.TRANSPOSE, Op.BATCH_MATMUL,
-    Op.NNRT_LAYER_NORMALIZATION,
+    Op.NNRT_LAYER_NORMALIZATION, Op.NNRT_ERF,
 })
 #: (operation, input slot) of TENSOR_INT32 parameters (constants): shapes and axes.
 _INT32_PARAMETERS = frozenset({(Op.RESHAPE, 1), (Op.MEAN, 1), (Op.TRANSPOSE, 1)})
@@ -163,10 +164,10 @@ def unsupported_reason(model: Model, index: int) -> str | None:
             return f"output operand {k}: {operands[k].type.name} not supported"
         if not dims or not all(d > 0 for d in dims) or len(dims) > _MAX_RANK:
             return f"output operand {k} has no static shape of rank 1 to {_MAX_RANK}"
-    return _variant_reason(ctx)
+    return _variant_reason(model, ctx)
 
 
-def _variant_reason(ctx: OperationContext) -> str | None:
+def _variant_reason(model: Model, ctx: OperationContext) -> str | None:
     kind = ctx.operation.type
     try:
         if kind in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
@@ -180,6 +181,9 @@ def _variant_reason(ctx: OperationContext) -> str | None:
             rank = len(ctx.shape(0))
             if axis not in (-1, rank - 1):
                 return f"softmax on axis {axis} (TFLite's SOFTMAX takes the last axis only)"
+        if kind == Op.NNRT_ERF and ctx.index not in gelu_patterns(model):
+            return ("ERF has no TFLite builtin (taken only inside GELU: "
+                    "x * 0.5 * (1 + erf(x / sqrt(2))))")
         if kind == Op.MEAN:
             axes, keep = mean_axes(ctx)
             if not keep and len(axes) == len(ctx.shape(0)):

@@ -266,3 +266,31 @@ def test_what_litert_does_not_take_falls_back_to_another_step() -> None:
                                        **MODEL_TOL)
 
     anyio.run(run)
+
+
+def test_a_transformer_block_runs_whole_on_litert_with_its_gelu_as_one_builtin() -> None:
+    import onnx
+    from builders import transformer_block
+
+    import nnrt.onnx
+
+    data = transformer_block(d=32, heads=2).SerializeToString()
+    model = nnrt.onnx.load(onnx.load_model_from_string(data), input_shapes={"x": [2, 8, 32]})
+    driver = LitertDriver()
+    assert not driver.support(model).reasons  # layer norms decomposed, ERF inside a GELU
+    ops = _builtins(model)
+    assert ops.count("GELU") == 1 and "BATCH_MATMUL" in ops
+    x = RNG.standard_normal((2, 8, 32)).astype(np.float32)
+    got = driver.prepare(model).execute([x]).outputs[0]
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, **MODEL_TOL)
+
+
+def test_erf_alone_is_not_taken() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (2, 5))
+    half_erf = b.mul(b.operation(Op.NNRT_ERF, x)[0], np.array([0.5], np.float32))
+    b.output(half_erf)
+    reasons = LitertDriver().support(b.build()).reasons
+    assert "ERF has no TFLite builtin (taken only inside GELU" in reasons[0]
+
