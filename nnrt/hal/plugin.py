@@ -23,7 +23,7 @@ import abc
 import logging
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,20 @@ class PartitionResult:
 
     selected: Mapping[int, int | None]
     rejected: Mapping[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def by_reason(cls, count: int, reason: Callable[[int], str | None]) -> PartitionResult:
+        """Each of ``count`` operations selected (any partition) when ``reason(index)`` is
+        None, else rejected with that reason: the usual shape of a plugin's partition step."""
+        selected: dict[int, int | None] = {}
+        rejected: dict[int, str] = {}
+        for index in range(count):
+            why = reason(index)
+            if why is None:
+                selected[index] = None
+            else:
+                rejected[index] = why
+        return cls(selected, rejected)
 
     def check(self, count: int, where: str) -> PartitionResult:
         """This result, checked against a model of ``count`` operations (``OpFailed``)."""

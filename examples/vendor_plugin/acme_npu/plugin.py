@@ -52,15 +52,8 @@ class AcmePlugin(CompilerPlugin):
     def partition(self, model: Model, soc_model: str | None) -> PartitionResult:
         """Every operation the NPU runs (any partition index), the others with a reason."""
         soc = _soc(soc_model)
-        selected: dict[int, int | None] = {}
-        rejected: dict[int, str] = {}
-        for index in range(len(model.operations)):
-            reason = rejection(model, index, soc)
-            if reason is None:
-                selected[index] = None
-            else:
-                rejected[index] = reason
-        return PartitionResult(selected, rejected)
+        return PartitionResult.by_reason(len(model.operations),
+                                         lambda index: rejection(model, index, soc))
 
     def compile(self, partitions: Sequence[Model], soc_model: str | None) -> CompiledResult:
         """One module; partition ``i`` is its entry point ``partition_<i>``."""

@@ -40,15 +40,8 @@ class CpuPlugin(CompilerPlugin):
 
     def partition(self, model: Model, soc_model: str | None) -> PartitionResult:
         """Every operation with no :func:`~nnrt.drivers.cpu.support.unsupported_reason`."""
-        selected: dict[int, int | None] = {}
-        rejected: dict[int, str] = {}
-        for index in range(len(model.operations)):
-            reason = unsupported_reason(model, index)
-            if reason is None:
-                selected[index] = None
-            else:
-                rejected[index] = reason
-        return PartitionResult(selected, rejected)
+        return PartitionResult.by_reason(len(model.operations),
+                                         lambda index: unsupported_reason(model, index))
 
     def compile(self, partitions: Sequence[Model], soc_model: str | None) -> CompiledResult:
         """One module per partition: folded, packed, fused, memory-planned generated code."""
