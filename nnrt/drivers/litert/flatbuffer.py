@@ -30,13 +30,12 @@ from nnrt.drivers.litert.support import (
     conv_window,
     mean_axes,
     pool_window,
-    static_context,
 )
 from nnrt.errors import OpFailed
 from nnrt.model.model import Model
 from nnrt.model.operation import Operation
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops._framework.context import OperationContext
+from nnrt.ops._framework.context import OperationContext, static_context
 
 __all__ = ["BUILTINS", "FILE_IDENTIFIER", "WRITTEN", "write_partition"]
 

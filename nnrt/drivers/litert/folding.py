@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.drivers.litert.support import conv_window, static_context
+from nnrt.drivers.litert.patterns import operand_readers
+from nnrt.drivers.litert.support import conv_window
 from nnrt.model.model import Model
 from nnrt.model.types import OperationType
+from nnrt.ops._framework.context import static_context
 
 __all__ = ["Fold", "Fused", "fold_affine", "fuse_activations"]
 
@@ -80,7 +82,7 @@ def _channel_vector(model: Model, operand: int, channels: int, nchw: bool) -> Ar
 
 def fold_affine(model: Model) -> dict[int, Fold]:
     """Per convolution index: what folding the MUL / ADD after it gives (only those that fold)."""
-    readers, reader_of = _readers(model)
+    readers, reader_of = operand_readers(model)
     folds: dict[int, Fold] = {}
     for index, op in enumerate(model.operations):
         if op.type not in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
@@ -131,19 +133,11 @@ def _fold(model: Model, index: int, readers: Counter[int],
                 output=current, activation=activation, absorbed=tuple(absorbed))
 
 
-def _readers(model: Model) -> tuple[Counter[int], dict[int, int]]:
-    """How many operations (and partition outputs) read each operand, and one reader of each."""
-    readers: Counter[int] = Counter(k for op in model.operations for k in op.inputs)
-    readers.update(model.outputs)
-    reader_of = {k: index for index, op in enumerate(model.operations) for k in op.inputs}
-    return readers, reader_of
-
-
 def fuse_activations(model: Model, folds: dict[int, Fold],
                      excluded: frozenset[int] = frozenset()) -> dict[int, Fused]:
     """Per operation index: the activation operation after it that becomes its fused one
     (``excluded`` operations take part in no fusion: another pattern writes them)."""
-    readers, reader_of = _readers(model)
+    readers, reader_of = operand_readers(model)
     absorbed = {i for fold in folds.values() for i in fold.absorbed} | excluded
     fused: dict[int, Fused] = {}
     for index, op in enumerate(model.operations):

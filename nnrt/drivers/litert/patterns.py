@@ -19,7 +19,7 @@ import numpy as np
 from nnrt.model.model import Model
 from nnrt.model.types import OperationType
 
-__all__ = ["Gelu", "gelu_patterns"]
+__all__ = ["Gelu", "gelu_patterns", "operand_readers"]
 
 Op = OperationType
 _RTOL = 1e-6
@@ -52,12 +52,19 @@ def _other(model: Model, index: int, known: int) -> int | None:
     return None
 
 
-def gelu_patterns(model: Model) -> dict[int, Gelu]:
-    """Per ERF operation index: the GELU it is the heart of (only complete matches)."""
+def operand_readers(model: Model) -> tuple[Counter[int], dict[int, int]]:
+    """How many operations (and partition outputs) read each operand, and one reader of each:
+    a rewrite may absorb an intermediate only when its one reader is the next operation."""
     readers: Counter[int] = Counter(k for op in model.operations for k in op.inputs)
     readers.update(model.outputs)
-    producer = {k: index for index, op in enumerate(model.operations) for k in op.outputs}
     reader_of = {k: index for index, op in enumerate(model.operations) for k in op.inputs}
+    return readers, reader_of
+
+
+def gelu_patterns(model: Model) -> dict[int, Gelu]:
+    """Per ERF operation index: the GELU it is the heart of (only complete matches)."""
+    readers, reader_of = operand_readers(model)
+    producer = {k: index for index, op in enumerate(model.operations) for k in op.outputs}
     found: dict[int, Gelu] = {}
     for index, op in enumerate(model.operations):
         if op.type == Op.NNRT_ERF:

@@ -20,8 +20,7 @@ from nnrt.errors import NnrtError
 from nnrt.model.model import Model
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType, PaddingCode
-from nnrt.ops._framework.context import OperationContext, Unknown
-from nnrt.ops._framework.registry import lookup
+from nnrt.ops._framework.context import OperationContext, Unknown, static_context
 from nnrt.ops.conv_geometry import (
     layout_of,
     nhwc_dims,
@@ -31,8 +30,8 @@ from nnrt.ops.conv_geometry import (
 from nnrt.ops.padding import implicit_padding
 from nnrt.ops.pooling_geometry import read_params
 
-__all__ = ["SELECTED", "Window", "conv_window", "mean_axes", "pool_window", "static_context",
-           "tflite_padding", "unsupported_reason"]
+__all__ = ["SELECTED", "Window", "conv_window", "mean_axes", "pool_window", "tflite_padding",
+           "unsupported_reason"]
 
 T = OperandType
 Op = OperationType
@@ -70,14 +69,6 @@ class Window:
     #: Explicit (top, bottom, left, right) padding for a PAD before a VALID window, when the
     #: operation's padding is neither SAME nor VALID (None: none needed).
     pads: tuple[int, int, int, int] | None = None
-
-
-def static_context(model: Model, index: int) -> OperationContext:
-    """Operation ``index`` seen with its inferred dims and the model's constants."""
-    op = model.operations[index]
-    inferred = model.inferred_dims
-    return OperationContext(model.operands, op, index, lookup(op.type), relaxed=model.relaxed,
-                            dims=lambda k: inferred[k], constant=model.constant_value)
 
 
 def tflite_padding(pads: tuple[int, int, int, int], size: tuple[int, int],

@@ -21,12 +21,12 @@ from nnrt.errors import BadData, OpFailed
 from nnrt.model.operand import QUANT_TYPES, Operand, dtype_of, is_scalar
 from nnrt.model.operation import Operation, operation_name
 from nnrt.model.types import FusedActivation, OperandType
-from nnrt.ops._framework.registry import OperationDef, Shape
+from nnrt.ops._framework.registry import OperationDef, Shape, lookup
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
 
-__all__ = ["ExecutionContext", "OperationContext", "Unknown"]
+__all__ = ["ExecutionContext", "OperationContext", "Unknown", "static_context"]
 
 _PY_SCALAR: dict[OperandType, Callable[[Any], Any]] = {
     OperandType.INT32: int,
@@ -366,3 +366,12 @@ def _one_of(items: Sequence[Any]) -> str:
     if len(words) == 1:
         return words[0]
     return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def static_context(model: Model, index: int) -> OperationContext:
+    """Operation ``index`` of a finished ``model`` seen with its inferred dims and the model's
+    constants: what a driver's partition and compile steps read parameters through."""
+    op = model.operations[index]
+    inferred = model.inferred_dims
+    return OperationContext(model.operands, op, index, lookup(op.type), relaxed=model.relaxed,
+                            dims=lambda k: inferred[k], constant=model.constant_value)

@@ -18,22 +18,13 @@ from nnrt.drivers.cpu.graph import Graph, Node, Ref, Value
 from nnrt.errors import OpFailed
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType
-from nnrt.ops._framework.context import OperationContext
-from nnrt.ops._framework.registry import lookup
+from nnrt.ops._framework.context import OperationContext, static_context
 
 __all__ = ["Lowerer", "Lowering", "static_context"]
 
 Array = np.ndarray[Any, Any]
 #: Element types of the non-float32 tensors some operations take (see ``support.py``).
 _DTYPES = {OperandType.TENSOR_INT32: "int32", OperandType.TENSOR_BOOL8: "bool"}
-
-
-def static_context(model: Model, index: int) -> OperationContext:
-    """Operation ``index`` seen with its inferred dims and the model's constants."""
-    op = model.operations[index]
-    inferred = model.inferred_dims
-    return OperationContext(model.operands, op, index, lookup(op.type), relaxed=model.relaxed,
-                            dims=lambda k: inferred[k], constant=model.constant_value)
 
 
 class Lowerer:
