@@ -16,19 +16,27 @@ __all__ = ["compile_file"]
 _BAR = 30
 
 
-def compile_file(source: str, target: str, drivers: Sequence[str], soc: str | None,
-                 stream: TextIO, *, input_shapes: Mapping[str, Sequence[int]] | None = None
-                 ) -> int:
+def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: str | None,
+                 stream: TextIO, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 step_cost: float | None = None) -> int:
     """Compile the model file ``source`` (``.nnrt``, or ``.onnx`` imported with
-    ``input_shapes``) for ``drivers`` into ``target``; returns 0."""
+    ``input_shapes``) for ``drivers`` (default: the compiler plugins among the default
+    drivers) into ``target``; returns 0."""
     import nnrt  # noqa: PLC0415
     from nnrt.cli.run import load_model_file  # noqa: PLC0415
     from nnrt.errors import BadData  # noqa: PLC0415
-    from nnrt.hal.discovery import load_driver  # noqa: PLC0415
+    from nnrt.hal.discovery import default_drivers, load_driver  # noqa: PLC0415
     from nnrt.hal.plugin import PluginDriver  # noqa: PLC0415
     from nnrt.runtime.compile.aot import compile_ahead  # noqa: PLC0415
+    from nnrt.runtime.compile.partitioner import STEP_COST  # noqa: PLC0415
 
     model = load_model_file(source, input_shapes)
+    if drivers is None:
+        drivers = [name for name in default_drivers()
+                   if isinstance(load_driver(name), PluginDriver)]
+        if not drivers:
+            raise BadData("no compiler plugin among the default drivers: name one with "
+                          "--driver")
     loaded = []
     targeted = False
     for name in drivers:
@@ -52,7 +60,8 @@ def compile_file(source: str, target: str, drivers: Sequence[str], soc: str | No
         stream.write(("\r" + line.ljust(90)) if tty else line + "\n")
         stream.flush()
 
-    aot, modules = compile_ahead(model, loaded, progress=progress)
+    aot, modules = compile_ahead(model, loaded, progress=progress,
+                                 step_cost=STEP_COST if step_cost is None else step_cost)
     if tty:
         stream.write("\n")
     nnrt.save(model, target, aot=aot, modules=modules)

@@ -33,7 +33,8 @@ def add_inspect_parser(commands: Any) -> None:
     inspect.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
                          help="fix a dynamic .onnx input shape, e.g. input=1x512 (repeatable)")
     inspect.add_argument("--driver", action="append", help="driver to place on (repeatable; "
-                         "default: every installed driver)")
+                         "default: every installed built-in driver, litert, cpu, reference, or "
+                         "$NNRT_DRIVERS)")
     inspect.add_argument("--no-placement", action="store_true",
                          help="do not compile: no worker processes, no placement")
     inspect.add_argument("--operations", action="store_true",
@@ -47,7 +48,7 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from nnrt.cli.run import load_model_file, parse_shapes  # noqa: PLC0415
     from nnrt.errors import NnrtError  # noqa: PLC0415
-    from nnrt.hal.discovery import available_drivers  # noqa: PLC0415
+    from nnrt.hal.discovery import default_drivers  # noqa: PLC0415
 
     try:
         try:
@@ -69,7 +70,7 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(line, file=out)
         if args.no_placement:
             return 0
-        drivers = args.driver or available_drivers()
+        drivers = args.driver or default_drivers()
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # shown (stderr), never raised
             report = anyio.run(_place, model, drivers)

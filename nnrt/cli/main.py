@@ -55,7 +55,9 @@ def _serve(args: argparse.Namespace) -> int:
     from nnrt.serve.server import ClientLimits, serve  # noqa: PLC0415
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    drivers = args.driver or ["reference"]
+    from nnrt.hal.discovery import default_drivers  # noqa: PLC0415
+
+    drivers = args.driver or default_drivers()
     workers = {d: args.workers for d in [*drivers, "reference"]} if args.workers else None
     limits = ClientLimits(max_pools=args.max_pools, max_device_bytes=args.max_device_bytes,
                           max_in_flight=args.max_in_flight)
@@ -70,8 +72,9 @@ def _compile(args: argparse.Namespace) -> int:
     from nnrt.errors import NnrtError  # noqa: PLC0415
 
     try:
-        return compile_file(args.model, args.output, args.driver, args.soc, sys.stderr,
-                            input_shapes=parse_shapes(args.input_shape))
+        return compile_file(args.model, args.output, args.driver or None, args.soc, sys.stderr,
+                            input_shapes=parse_shapes(args.input_shape),
+                            step_cost=args.step_cost)
     except (NnrtError, OSError, ImportError) as exc:
         print(f"nnrt compile: {exc}", file=sys.stderr)
         return 1
@@ -97,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run driver pools as a shared service")
     serve.add_argument("--socket", required=True, help="Unix socket path to listen on (0600)")
     serve.add_argument("--driver", action="append", help="driver to serve (repeatable; "
-                       "default: reference)")
+                       "default: every installed built-in driver, litert, cpu, reference, or "
+                       "$NNRT_DRIVERS)")
     serve.add_argument("--workers", type=int, default=None, help="workers per driver "
                        "(default: CPU count)")
     serve.add_argument("--max-pools", type=int, default=1024,
@@ -117,8 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     aot.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
                      help="fix a dynamic .onnx input shape, e.g. input=1x512 (repeatable)")
     aot.add_argument("-o", "--output", required=True, help="the .nnrt file to write")
-    aot.add_argument("--driver", action="append", required=True, help="plugin driver to "
-                     "compile for (repeatable; operations none takes run on the fallback)")
+    aot.add_argument("--driver", action="append", help="plugin driver to compile for "
+                     "(repeatable; default: the compiler plugins among the default drivers, "
+                     "litert and cpu; operations none takes run on the fallback)")
+    aot.add_argument("--step-cost", type=float, default=None, metavar="US",
+                     help="microseconds the placement charges per step (default 50; 0: every "
+                     "operation on its fastest driver)")
     aot.add_argument("--soc", default=None, help="SoC model to compile for (default: the "
                      "plugin's first)")
     aot.set_defaults(func=_compile)

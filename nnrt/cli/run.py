@@ -189,7 +189,8 @@ def add_run_parser(commands: Any) -> None:
     run.add_argument("--random-inputs", action="store_true",
                      help="fill inputs not given with random data (floats N(0, 1), else 0)")
     run.add_argument("--driver", action="append", help="driver to run on (repeatable; "
-                     "default: cpu; the reference driver runs what the others do not take)")
+                     "default: every installed built-in driver, litert, cpu, reference, or "
+                     "$NNRT_DRIVERS; the reference driver runs what the others do not take)")
     run.add_argument("--workers", type=int, default=1, help="worker processes per driver "
                      "(default 1)")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, by name")
@@ -208,6 +209,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import anyio  # noqa: PLC0415
 
     from nnrt.errors import NnrtError  # noqa: PLC0415
+    from nnrt.hal.discovery import default_drivers  # noqa: PLC0415
 
     try:
         if args.bench < 0 or args.profile_runs < 1 or args.workers < 1:
@@ -219,7 +221,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 shapes.setdefault(name, list(arr.shape))
         model = load_model_file(args.model, shapes)
         arrays = model_inputs(model, given, random=args.random_inputs)
-        drivers = args.driver or ["cpu"]
+        drivers = args.driver or default_drivers()
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # shown (stderr), never raised
             result = anyio.run(run_model, model, arrays, drivers, args.workers, args.bench)

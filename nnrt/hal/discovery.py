@@ -3,12 +3,19 @@
 A driver package declares ``[project.entry-points."nnrt.drivers"] com.example.acme =
 "acme.driver:AcmeDriver"``; ``load_driver("com.example.acme")`` imports and calls the factory.
 The built-in drivers are found even without package metadata (e.g. from a source tree).
+
+:func:`default_drivers` is what a runtime uses when not told: every installed built-in driver,
+fastest first (``litert`` when ai-edge-litert is installed, ``cpu``, ``reference``), or the
+list in ``$NNRT_DRIVERS``. Third-party drivers are used when named or configured there, never
+merely because they are installed.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +23,8 @@ from typing import Any
 from nnrt.errors import BadData, NnrtError, OpFailed
 from nnrt.hal.base import Driver
 
-__all__ = ["ENTRY_POINT_GROUP", "available_drivers", "load_driver"]
+__all__ = ["DRIVERS_VARIABLE", "ENTRY_POINT_GROUP", "available_drivers", "default_drivers",
+           "load_driver"]
 
 #: The entry-point group drivers register under.
 ENTRY_POINT_GROUP = "nnrt.drivers"
@@ -24,6 +32,10 @@ ENTRY_POINT_GROUP = "nnrt.drivers"
 _BUILTIN = {"reference": "nnrt.reference.driver:ReferenceDriver",
             "cpu": "nnrt.drivers.cpu:CpuDriver",
             "litert": "nnrt.drivers.litert:LitertDriver"}
+#: The built-in drivers in preference order, each with the modules it needs beyond nnrt's own.
+_PREFERENCE = (("litert", ("ai_edge_litert", "flatbuffers")), ("cpu", ()), ("reference", ()))
+#: Environment variable: the drivers a runtime uses by default, comma-separated.
+DRIVERS_VARIABLE = "NNRT_DRIVERS"
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _MAX_SPEC = 512
 
@@ -31,6 +43,22 @@ _MAX_SPEC = 512
 def available_drivers() -> list[str]:
     """The names ``load_driver`` knows: installed entry points and the built-in drivers."""
     return sorted(set(_entry_points()) | set(_BUILTIN))
+
+
+def default_drivers() -> list[str]:
+    """The drivers ``Runtime()``, ``nnrt run``, ``nnrt inspect`` and ``nnrt serve`` use when
+    none are named: ``$NNRT_DRIVERS`` (comma-separated names) if set, else every installed
+    built-in driver in preference order — ``litert`` (when ai-edge-litert is importable),
+    ``cpu``, ``reference``. Nothing is imported here (a client need not load the drivers)."""
+    configured = os.environ.get(DRIVERS_VARIABLE, "").strip()
+    if configured:
+        names = [name.strip() for name in configured.split(",")]
+        if not all(names):
+            raise BadData(f"${DRIVERS_VARIABLE} must be comma-separated driver names, got "
+                          f"{configured!r:.200}")
+        return list(dict.fromkeys(names))
+    return [name for name, needs in _PREFERENCE
+            if all(importlib.util.find_spec(module) is not None for module in needs)]
 
 
 def load_driver(spec: str) -> Driver:

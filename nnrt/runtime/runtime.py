@@ -18,7 +18,7 @@ from nnrt.cache.files import check_token
 from nnrt.errors import BadData, BadState, OpFailed
 from nnrt.hal.base import DriverInfo
 from nnrt.hal.buffers import BufferDesc
-from nnrt.hal.discovery import load_driver
+from nnrt.hal.discovery import default_drivers, load_driver
 from nnrt.ipc.polling import DEFAULT_POLL_WINDOW, MAX_POLL_WINDOW
 from nnrt.memory import Memory
 from nnrt.model.model import Model
@@ -31,6 +31,7 @@ from nnrt.runtime.buffers import BufferRole, DeviceMemory, check_allocation
 from nnrt.runtime.compile.caching import model_token
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.compile.constants import place_constants
+from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
 from nnrt.runtime.compiled import CompiledModel
 from nnrt.runtime.core import RuntimeCore, deadline_after
 from nnrt.runtime.stats import RuntimeStatistics
@@ -55,25 +56,31 @@ class Runtime:
 
     ``async with nnrt.Runtime() as rt:`` starts a pool of ``workers`` processes per driver
     (embedded mode; default one per CPU) and stops and reaps them on exit, also when the body
-    raises or is cancelled. ``Runtime(connect=PATH)`` uses the pools of an ``nnrt serve``
-    service instead. ``max_in_flight`` bounds the requests sent to one worker (backpressure);
-    a worker that has not stopped a cancelled or timed-out execution ``cancel_grace`` seconds
-    later (one operation running on and on) is killed and restarted. Plain ndarrays larger than
-    64 KiB travel through a shared arena of at most ``arena_limit`` bytes (0: never). At most
-    ``max_queue`` requests wait per driver; one more fails at once with ``ResourceExhausted``
-    (transient; in shared mode the service's bound applies). After its last execute, a worker
-    keeps polling for requests ``poll_window`` seconds (default 250 µs, at most 10 ms; 0: off)
-    before it sleeps, so that a request sent soon after does not pay for waking it up.
+    raises or is cancelled. ``drivers`` defaults to
+    :func:`~nnrt.hal.discovery.default_drivers` (every installed built-in driver, fastest
+    first: litert, cpu, reference; or ``$NNRT_DRIVERS``); the reference driver is always
+    added to run what the others do not take. ``Runtime(connect=PATH)`` uses the pools of an
+    ``nnrt serve`` service instead. ``max_in_flight`` bounds the requests sent to one worker
+    (backpressure); a worker that has not stopped a cancelled or timed-out execution
+    ``cancel_grace`` seconds later (one operation running on and on) is killed and restarted.
+    Plain ndarrays larger than 64 KiB travel through a shared arena of at most ``arena_limit``
+    bytes (0: never). At most ``max_queue`` requests wait per driver; one more fails at once
+    with ``ResourceExhausted`` (transient; in shared mode the service's bound applies). After
+    its last execute, a worker keeps polling for requests ``poll_window`` seconds (default
+    250 µs, at most 10 ms; 0: off) before it sleeps, so that a request sent soon after does
+    not pay for waking it up.
 
     ``rt.memory`` creates shared memories (:class:`nnrt.Memory`) closed with the runtime.
     """
 
-    def __init__(self, *, drivers: Sequence[str] = ("reference",),
+    def __init__(self, *, drivers: Sequence[str] | None = None,
                  workers: int | Mapping[str, int] | None = None, connect: str | None = None,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, cancel_grace: float = 5.0,
                  arena_limit: int = DEFAULT_ARENA_LIMIT,
                  max_queue: int = DEFAULT_MAX_QUEUE,
                  poll_window: float = DEFAULT_POLL_WINDOW) -> None:
+        if drivers is None:
+            drivers = default_drivers()
         if not drivers or isinstance(drivers, str):
             raise BadData("Runtime needs a list of driver names")
         self._drivers = list(dict.fromkeys(drivers))
@@ -188,7 +195,8 @@ class Runtime:
                       priority: Priority = Priority.MEDIUM, devices: Sequence[str] | None = None,
                       timeout: float | None = None, allow_fallback: bool = True,
                       cache_dir: str | os.PathLike[str] | None = None,
-                      token: bytes | None = None) -> CompiledModel:
+                      token: bytes | None = None, step_cost: float = STEP_COST
+                      ) -> CompiledModel:
         """Validate ``model``, place its operations on drivers and prepare it on workers.
 
         Every driver in ``devices`` (default: all of this runtime's, in order) says which
@@ -197,7 +205,10 @@ class Runtime:
         plan acyclic. Operations no driver takes run on the ``reference`` driver unless
         ``allow_fallback`` is false (then ``Unsupported`` lists them). A model file's
         ahead-of-time partitions load on their driver without compiling. See
-        :meth:`CompiledModel.placement`.
+        :meth:`CompiledModel.placement`. ``step_cost`` (microseconds, default 50) is what the
+        placement's cost model charges for one more step — a round trip to a worker: a
+        partition moves to a neighbouring step's driver when the steps saved outweigh the
+        speed lost; 0 keeps every operation on its fastest driver (docs/architecture.md).
 
         ``cache_dir`` caches every step's compiled model on disk (drivers that cache: see
         ``cache_files_needed``): a later compile of the same model — or a new worker — loads
@@ -223,6 +234,7 @@ class Runtime:
         if unknown:
             raise BadData(f"unknown devices {unknown}; this runtime has {known}")
         deadline = deadline_after(timeout)
+        step_cost = check_step_cost(step_cost)
         cache = None
         if cache_dir is not None:
             app_token = check_token(token, "compile: token") if token is not None else (
@@ -237,7 +249,7 @@ class Runtime:
             compilation = await compile_model(
                 backend, model, placed, preference=int(pref), priority=prio,
                 devices=candidates, deadline=deadline, allow_fallback=bool(allow_fallback),
-                cache=cache)
+                cache=cache, step_cost=step_cost)
         except BaseException:
             if placed.packed is not None:
                 placed.packed.close()

@@ -61,7 +61,8 @@ def compiled_file(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     np.save(tmp / "x.npy", x)
     np.save(tmp / "expected.npy", nnrt.reference.run(model, [x])[0])
     output = _run(["-m", "nnrt", "compile", str(tmp / "cnn.nnrt"), "-o", str(tmp / "aot.nnrt"),
-                   "--driver", ACME, "--driver", "cpu", "--soc", "acme-n2"], _env(acme=True))
+                   "--driver", ACME, "--driver", "cpu", "--soc", "acme-n2", "--step-cost", "0"],
+                   _env(acme=True))
     assert "compiled ahead of time" in output[1]
     return {"file": tmp / "aot.nnrt", "x": tmp / "x.npy", "expected": tmp / "expected.npy"}
 

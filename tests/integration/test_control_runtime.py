@@ -53,7 +53,7 @@ def if_model() -> nnrt.Model:
 async def test_if_model_runs_across_cpu_and_reference() -> None:
     model = if_model()
     async with nnrt.Runtime(drivers=["cpu", "reference"], workers=1) as rt:
-        compiled = await rt.compile(model)
+        compiled = await rt.compile(model, step_cost=0)
         drivers = [op.driver for op in compiled.placement().operations]
         assert drivers == ["cpu", "reference", "cpu"]
         for condition in (True, False):

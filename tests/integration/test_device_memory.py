@@ -58,7 +58,8 @@ def dynamic_model() -> nnrt.Model:
 # -- allocation --------------------------------------------------------------------------------
 
 async def test_allocation_rejections() -> None:
-    async with nnrt.Runtime(workers=1) as rt, nnrt.Runtime(workers=1) as other:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt, \
+            nnrt.Runtime(drivers=["reference"], workers=1) as other:
         step = await rt.compile(state_model())
         step2 = await rt.compile(state_model())
         wide = await rt.compile(state_model(8))
@@ -106,7 +107,7 @@ async def test_roles_of_two_drivers_are_rejected() -> None:
 # -- state and use -----------------------------------------------------------------------------
 
 async def test_rnn_state_stays_in_the_worker() -> None:
-    async with nnrt.Runtime(workers=2) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
         step = await rt.compile(state_model())
         roles = dict(input_roles=[BufferRole(step, 1)], output_roles=[BufferRole(step, 0)])
         a = await rt.allocate(BufferDesc((4,)), **roles)
@@ -121,7 +122,7 @@ async def test_rnn_state_stays_in_the_worker() -> None:
 
 
 async def test_invalid_uses_fail_immediately() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         step = await rt.compile(state_model())
         other = await rt.compile(state_model())
         buf = await rt.allocate(BufferDesc(), [BufferRole(step, 1)], [BufferRole(step, 0)])
@@ -149,7 +150,7 @@ async def test_invalid_uses_fail_immediately() -> None:
 
 
 async def test_uninitialised_reads_and_reinitialisation() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         step = await rt.compile(state_model())
         buf = await rt.allocate(BufferDesc(), [BufferRole(step, 1)])
         x = np.ones(4, np.float32)
@@ -166,7 +167,7 @@ async def test_uninitialised_reads_and_reinitialisation() -> None:
 
 
 async def test_copy_checks() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         step = await rt.compile(state_model())
         buf = await rt.allocate(BufferDesc(), [BufferRole(step, 1)])
         with pytest.raises(nnrt.BadData, match="int32"):
@@ -183,7 +184,7 @@ async def test_copy_checks() -> None:
 
 
 async def test_failed_execution_leaves_the_output_uninitialised() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         div = await rt.compile(int_div_model())
         out = await rt.allocate(BufferDesc(), [], [BufferRole(div, 0)])
         a = np.array([8, 6, 4, 2], np.int32)
@@ -196,7 +197,7 @@ async def test_failed_execution_leaves_the_output_uninitialised() -> None:
 
 
 async def test_dynamic_output_resizes() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         model = await rt.compile(dynamic_model())
         out = await rt.allocate(BufferDesc(), [], [BufferRole(model, 0)])
         assert out.dims in (None, (0, 3))  # unknown until written
@@ -214,7 +215,7 @@ async def test_round_trip_shared_device_device_shared_bit_for_bit() -> None:
     b = nnrt.ModelBuilder()
     x = b.input("x", (4096,))
     b.output(b.mul(x, np.ones(1, np.float32)))  # bit-exact pass-through: device -> device
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         identity = await rt.compile(b.build())
         first = await rt.allocate(BufferDesc(), [BufferRole(identity, 0)])
         second = await rt.allocate(BufferDesc(), [], [BufferRole(identity, 0)])
@@ -251,7 +252,7 @@ async def test_refused_allocation_falls_back_to_shared_memory() -> None:
 
 
 async def test_token_after_worker_restart_is_unavailable() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         step = await rt.compile(state_model())
         buf = await rt.allocate(BufferDesc(), [BufferRole(step, 1)])
         await buf.copy_from(np.ones(4, np.float32))
@@ -270,7 +271,7 @@ async def test_token_after_worker_restart_is_unavailable() -> None:
 
 
 async def test_mul_model_buffer_with_plain_and_memory_sources() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         mul = await rt.compile(mul_model((4,)))
         buf = await rt.allocate(BufferDesc((4,)), [BufferRole(mul, 0)])
         with rt.memory.create(64) as memory:
@@ -284,7 +285,7 @@ async def test_mul_model_buffer_with_plain_and_memory_sources() -> None:
 
 
 async def test_concurrent_reads_of_one_buffer() -> None:
-    async with nnrt.Runtime(workers=2) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
         step = await rt.compile(state_model())
         buf = await rt.allocate(BufferDesc(), [BufferRole(step, 1)])
         await buf.copy_from(np.full(4, 10, np.float32))
@@ -306,7 +307,7 @@ async def test_copies_with_every_memory_kind(tmp_path: Path) -> None:
     path.write_bytes(bytes(64))
     fd = os.open(path, os.O_RDWR)
     try:
-        async with nnrt.Runtime(workers=1) as rt:
+        async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
             mul = await rt.compile(mul_model((16,)))
             buf = await rt.allocate(BufferDesc(), [BufferRole(mul, 0)])
             memfd = rt.memory.create(64)

@@ -43,7 +43,7 @@ async def test_a_kernel_that_raises_fails_only_that_request() -> None:
 
 
 async def test_a_stopped_worker_misses_deadlines_then_is_replaced() -> None:
-    async with nnrt.Runtime(workers=1, cancel_grace=1.0) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1, cancel_grace=1.0) as rt:
         compiled = await rt.compile(add_model())
         await compiled.execute([X])
         pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]

@@ -197,7 +197,7 @@ async def test_a_packing_pool_sends_light_traffic_to_its_first_worker(
     # and a pack limit that shrinks mid-run rightly overflows to the second worker).
     monkeypatch.setattr(steering, "PACK_MAX_SERVICE", 0.01)
     monkeypatch.setattr(steering, "PACK_DELAY", 1.0)
-    async with nnrt.Runtime(workers=2, max_in_flight=16) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2, max_in_flight=16) as rt:
         pool = _pool(rt)
         pool.fix_packing(True)  # no trials
         compiled = await rt.compile(add_model())
@@ -225,7 +225,7 @@ async def test_a_packing_pool_sends_light_traffic_to_its_first_worker(
 
 @pytest.mark.anyio
 async def test_a_single_worker_pool_neither_packs_nor_steers() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         pool = _pool(rt)
         compiled = await rt.compile(add_model())
         async with anyio.create_task_group() as tg:
@@ -237,7 +237,7 @@ async def test_a_single_worker_pool_neither_packs_nor_steers() -> None:
 
 @pytest.mark.anyio
 async def test_a_pool_that_spreads_uses_every_worker() -> None:
-    async with nnrt.Runtime(workers=2, max_in_flight=16) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2, max_in_flight=16) as rt:
         pool = _pool(rt)
         pool.fix_packing(False)
         assert not rt.statistics().pools["reference"].packing
@@ -255,7 +255,7 @@ async def test_a_pool_that_spreads_uses_every_worker() -> None:
 
 @pytest.mark.anyio
 async def test_a_heavy_model_is_never_queued_behind_another_while_packing() -> None:
-    async with nnrt.Runtime(workers=2) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
         pool = _pool(rt)
         pool.fix_packing(True)
         compiled = await rt.compile(slow_model(ops=3))
@@ -278,7 +278,7 @@ async def test_a_heavy_model_is_never_queued_behind_another_while_packing() -> N
 
 @pytest.mark.anyio
 async def test_trials_under_live_traffic_lose_no_request() -> None:
-    async with nnrt.Runtime(workers=2, max_in_flight=32) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2, max_in_flight=32) as rt:
         pool = _pool(rt)
         compiled = await rt.compile(add_model())
         done = 0
@@ -301,7 +301,7 @@ async def test_trials_under_live_traffic_lose_no_request() -> None:
 
 @pytest.mark.anyio
 async def test_a_restarted_first_worker_is_not_packed_onto_before_it_reports() -> None:
-    async with nnrt.Runtime(workers=2) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
         pool = _pool(rt)
         pool.fix_packing(True)
         compiled = await rt.compile(add_model())

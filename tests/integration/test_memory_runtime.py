@@ -72,7 +72,7 @@ def mapped_memfds(pid: int) -> int:
 
 
 async def test_memfd_input_and_output_in_place() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(mul_model((2, 3)))
         memory = rt.memory.create(4096)
         x = memory.ndarray(np.float32, (2, 3))
@@ -91,7 +91,7 @@ async def test_memfd_input_and_output_in_place() -> None:
 
 
 async def test_tensor_refs_and_dict_inputs() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(mul_model((4,)))
         with rt.memory.create(256) as memory:
             memory.ndarray(np.float32, (4,))[:] = [1, 2, 3, 4]
@@ -112,7 +112,7 @@ async def test_blob_written_by_a_producer_process() -> None:
         "m.close()\n")
     subprocess.run([sys.executable, "-c", producer, name], check=True)
     try:
-        async with nnrt.Runtime(workers=1) as rt:
+        async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
             compiled = await rt.compile(mul_model((8,)))
             frames = rt.memory.open_blob(name)
             assert frames.kind == "blob" and not frames.owner
@@ -128,7 +128,7 @@ async def test_weights_served_from_a_file_by_reference(tmp_path: Path) -> None:
     path.write_bytes(b"\0" * 100 + weights.tobytes())  # not page aligned on purpose
     fd = os.open(path, os.O_RDONLY)
     try:
-        async with nnrt.Runtime(workers=2) as rt:
+        async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
             memory = rt.memory.from_fd(fd, 100, weights.nbytes, mmap.PROT_READ)
             compiled = await rt.compile(add_weights_model(memory, 1024))
             wire_operand = compiled.ref.key[1]["model"]["operands"][1]
@@ -146,7 +146,7 @@ async def test_large_in_process_constants_travel_in_a_pool() -> None:
     x = b.input("x", (256,))
     b.output(b.add(x, np.arange(256, dtype=np.float32)))
     model = b.build()
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(model)
         assert compiled.constants is not None
         operands = compiled.ref.key[1]["model"]["operands"]
@@ -160,7 +160,7 @@ async def test_large_in_process_constants_travel_in_a_pool() -> None:
 async def test_plain_arrays_go_through_the_arena() -> None:
     shape = (512, 1024)  # 2 MiB: above the inline limit
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(mul_model(shape))
         (view,) = await compiled.execute([x])
         np.testing.assert_array_equal(view, x * 2)
@@ -179,7 +179,7 @@ async def test_plain_arrays_go_through_the_arena() -> None:
 
 
 async def test_plain_output_buffer_gets_a_copy() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(mul_model((4,)))
         out = np.zeros(4, np.float32)
         (y,) = await compiled.execute([np.ones(4, np.float32)], outputs=[out])
@@ -188,7 +188,7 @@ async def test_plain_output_buffer_gets_a_copy() -> None:
 
 
 async def test_bad_uses_are_clear_errors() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(mul_model((4,)))
         readonly = rt.memory.create(64)
         fd = readonly.fileno()
@@ -211,7 +211,7 @@ async def test_bad_uses_are_clear_errors() -> None:
 
 
 async def test_closed_memory_is_unmapped_from_workers() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(mul_model((4,)))
         (pid,) = worker_pids(rt)
         await compiled.execute([np.ones(4, np.float32)])
@@ -229,7 +229,7 @@ async def test_closed_memory_is_unmapped_from_workers() -> None:
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_ten_thousand_cycles_leak_nothing() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(mul_model((4,)))
         (pid,) = worker_pids(rt)
 

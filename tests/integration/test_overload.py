@@ -138,7 +138,7 @@ async def flood(compiled: nnrt.CompiledModel, count: int
 
 async def test_the_queue_is_bounded_and_refusals_are_transient() -> None:
     model = busy_model(256, 6)
-    async with nnrt.Runtime(workers=1, max_in_flight=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1, max_in_flight=1) as rt:
         pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         pool.max_queue = 3
         compiled = await rt.compile(model)
@@ -166,7 +166,7 @@ def test_max_queue_must_be_positive() -> None:
 async def test_waiters_that_gave_up_do_not_pile_up() -> None:
     """Regression: a request that left the queue (deadline, cancel) stayed in the heap until a
     worker freed up; with the worker busy the heap grew without bound."""
-    async with nnrt.Runtime(workers=1, max_in_flight=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1, max_in_flight=1) as rt:
         pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         held = await pool.acquire(100, None)
         try:

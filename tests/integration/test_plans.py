@@ -56,7 +56,7 @@ def branches_model() -> nnrt.Model:
 async def test_mixed_model_runs_across_acme_and_reference() -> None:
     model = mixed_model()
     async with nnrt.Runtime(drivers=[ACME, "reference"], workers=1) as rt:
-        compiled = await rt.compile(model)
+        compiled = await rt.compile(model, step_cost=0)
         report = compiled.placement()
         assert [op.driver for op in report.operations] == [ACME, "reference", ACME,
                                                            "reference", ACME]
@@ -72,7 +72,7 @@ async def test_mixed_model_runs_across_acme_and_reference() -> None:
 async def test_independent_branches_share_one_partition_and_run() -> None:
     model = branches_model()
     async with nnrt.Runtime(drivers=[ACME, "reference"], workers=1) as rt:
-        compiled = await rt.compile(model)
+        compiled = await rt.compile(model, step_cost=0)
         steps = compiled.placement().steps
         assert [(s.driver, len(s.operations)) for s in steps] == [(ACME, 4), ("reference", 1)]
         (out,) = await compiled.execute([X, Y])
@@ -87,7 +87,7 @@ async def test_large_intermediates_travel_through_shared_memory() -> None:
     model = b.build()
     big = RNG.random((256, 256)).astype(np.float32)
     async with nnrt.Runtime(drivers=[ACME, "reference"], workers=1) as rt:
-        compiled = await rt.compile(model)
+        compiled = await rt.compile(model, step_cost=0)
         assert compiled.steps == 3
         (out,) = await compiled.execute([big])
         np.testing.assert_allclose(out, nnrt.reference.run(model, [big])[0], rtol=1e-6)
@@ -100,7 +100,7 @@ async def test_a_partition_whose_compile_fails_falls_back_alone() -> None:
     model = mixed_model()
     crash = "plugin_drivers:mul_crash"
     async with nnrt.Runtime(drivers=[crash, "reference"], workers=1) as rt:
-        compiled = await rt.compile(model)
+        compiled = await rt.compile(model, step_cost=0)
         steps = compiled.placement().steps
         assert [s.driver for s in steps] == [crash, "reference", "reference", "reference",
                                              crash]
@@ -130,14 +130,14 @@ async def test_many_partitions_draw_a_warning() -> None:
     b.output(y)
     async with nnrt.Runtime(drivers=[ACME, "reference"], workers=1) as rt:
         with pytest.warns(nnrt.PartitionWarning, match="12 partitions"):
-            compiled = await rt.compile(b.build())
+            compiled = await rt.compile(b.build(), step_cost=0)
         (out,) = await compiled.execute([X])
         np.testing.assert_allclose(out, nnrt.reference.run(compiled.model, [X])[0])
 
 
 async def test_device_memories_need_a_one_step_model() -> None:
     async with nnrt.Runtime(drivers=[ACME, "reference"], workers=1) as rt:
-        compiled = await rt.compile(mixed_model())
+        compiled = await rt.compile(mixed_model(), step_cost=0)
         with pytest.raises(nnrt.BadData, match="steps on several drivers"):
             await rt.allocate(nnrt.BufferDesc((2, 3)), [nnrt.BufferRole(compiled, 0)])
 
@@ -153,7 +153,7 @@ async def test_a_worker_dying_mid_plan_fails_the_execution_cleanly() -> None:
     b.output(b.add(y, y))                                # acme
     model = b.build()
     async with nnrt.Runtime(drivers=[ACME, "reference"], workers=1) as rt:
-        compiled = await rt.compile(model)
+        compiled = await rt.compile(model, step_cost=0)
         assert compiled.steps == 3
         pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         outcome: list[object] = []
@@ -193,7 +193,7 @@ async def test_a_model_runs_across_acme_cpu_and_reference() -> None:
     model = b.build()
     image = rng.standard_normal((1, 4, 4, 2)).astype(np.float32)
     async with nnrt.Runtime(drivers=[ACME, "cpu", "reference"], workers=1) as rt:
-        compiled = await rt.compile(model)
+        compiled = await rt.compile(model, step_cost=0)
         report = compiled.placement()
         drivers = {op.type_name: op.driver for op in report.operations}
         assert drivers == {"CONV_2D": "cpu", "ADD": ACME, "L2_NORMALIZATION": "reference",
@@ -215,7 +215,7 @@ async def test_shared_mode_partitions_over_the_service_pools(tmp_path: Path) -> 
     with running_service(path, workers=1, extra=["--driver", ACME], env=env):
         model = mixed_model()
         async with nnrt.Runtime(connect=path) as rt:
-            compiled = await rt.compile(model)
+            compiled = await rt.compile(model, step_cost=0)
             assert [op.driver for op in compiled.placement().operations] == [
                 ACME, "reference", ACME, "reference", ACME]
             (out,) = await compiled.execute([X, Y])

@@ -31,7 +31,7 @@ def _cpu_seconds(pid: int) -> float:
 async def test_worker_polls_for_its_window_then_sleeps() -> None:
     used = {}
     for window in (0.0, 0.01):
-        async with nnrt.Runtime(workers=1, poll_window=window) as rt:
+        async with nnrt.Runtime(drivers=["reference"], workers=1, poll_window=window) as rt:
             compiled = await rt.compile(add_model())
             await compiled.execute([X])
             await anyio.sleep(0.05)  # past any window: the worker sleeps
@@ -51,7 +51,7 @@ async def test_worker_polls_for_its_window_then_sleeps() -> None:
 @pytest.mark.parametrize("window", [-0.001, 0.5, "0.001", True, float("nan")])
 def test_runtime_refuses_a_bad_poll_window(window: object) -> None:
     with pytest.raises(nnrt.BadData, match="poll_window"):
-        nnrt.Runtime(poll_window=window)  # type: ignore[arg-type]
+        nnrt.Runtime(drivers=["reference"], poll_window=window)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("window", ["-1", "0.5", "soon", "nan"])

@@ -24,7 +24,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 async def test_compile_and_execute() -> None:
-    async with nnrt.Runtime(workers=2) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
         compiled = await rt.compile(add_model())
         assert compiled.device == "reference"
         (y,) = await compiled.execute([X])
@@ -36,7 +36,7 @@ async def test_compile_and_execute() -> None:
 
 async def test_thousand_concurrent_executes() -> None:
     results: dict[int, np.ndarray] = {}
-    async with nnrt.Runtime(workers=2) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
         compiled = await rt.compile(add_model())
 
         async def one(k: int) -> None:
@@ -53,7 +53,7 @@ async def test_thousand_concurrent_executes() -> None:
 
 
 async def test_dynamic_output_shapes() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(dynamic_add_model())
         for n in (1, 5):
             (y,) = await compiled.execute([np.ones((n, 3), np.float32)])
@@ -61,7 +61,7 @@ async def test_dynamic_output_shapes() -> None:
 
 
 async def test_caller_output_buffers_and_insufficient_size() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(dynamic_add_model())
         buffer = np.zeros((4, 3), np.float32)
         (y,) = await compiled.execute([np.ones((2, 3), np.float32)], outputs=[buffer])
@@ -73,7 +73,7 @@ async def test_caller_output_buffers_and_insufficient_size() -> None:
 
 
 async def test_bad_inputs_are_bad_data_and_do_not_hurt_workers() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(add_model())
         with pytest.raises(nnrt.BadData, match="shape"):
             await compiled.execute([np.ones((2, 4), np.float32)])
@@ -82,7 +82,7 @@ async def test_bad_inputs_are_bad_data_and_do_not_hurt_workers() -> None:
 
 
 async def test_compile_rejects_unfinished_and_unsupported_models() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         with pytest.raises(nnrt.BadState, match="not finished"):
             await rt.compile(nnrt.Model())
         m = nnrt.Model()
@@ -103,7 +103,7 @@ async def test_unknown_driver_lists_known_ones() -> None:
 
 
 async def test_worker_killed_mid_execute_fails_only_its_requests_then_recovers() -> None:
-    async with nnrt.Runtime(workers=2, max_in_flight=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=2, max_in_flight=1) as rt:
         slow = await rt.compile(slow_model())
         fast = await rt.compile(add_model())
         pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
@@ -139,7 +139,7 @@ async def test_worker_killed_mid_execute_fails_only_its_requests_then_recovers()
 
 
 async def test_cancellation_frees_the_worker_promptly() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         slow = await rt.compile(slow_model())
         fast = await rt.compile(add_model())
         with anyio.move_on_after(0.2):
@@ -151,7 +151,7 @@ async def test_cancellation_frees_the_worker_promptly() -> None:
 
 
 async def test_deadline_missed() -> None:
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         slow = await rt.compile(slow_model())
         fast = await rt.compile(add_model())
         start = time.monotonic()
@@ -163,7 +163,7 @@ async def test_deadline_missed() -> None:
 
 
 async def test_priority_ordering_when_workers_are_busy() -> None:
-    async with nnrt.Runtime(workers=1, max_in_flight=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1, max_in_flight=1) as rt:
         slow = await rt.compile(slow_model(ops=4))
         low = await rt.compile(add_model(), priority=nnrt.Priority.LOW)
         high = await rt.compile(add_model(), priority=nnrt.Priority.HIGH)
@@ -186,7 +186,7 @@ async def test_priority_ordering_when_workers_are_busy() -> None:
 async def test_children_reaped_when_body_raises() -> None:
     pids: list[int] = []
     with pytest.raises(RuntimeError, match="boom"):
-        async with nnrt.Runtime(workers=2) as rt:
+        async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
             pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
             pids = [s.process.pid for s in pool.slots]  # type: ignore[union-attr]
             raise RuntimeError("boom")
@@ -198,7 +198,7 @@ async def test_children_reaped_when_body_raises() -> None:
 async def test_children_reaped_when_cancelled() -> None:
     pids: list[int] = []
     with anyio.CancelScope() as scope:
-        async with nnrt.Runtime(workers=2) as rt:
+        async with nnrt.Runtime(drivers=["reference"], workers=2) as rt:
             pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
             pids = [s.process.pid for s in pool.slots]  # type: ignore[union-attr]
             scope.cancel()

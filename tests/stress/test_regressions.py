@@ -23,7 +23,7 @@ async def test_cancelled_first_use_of_a_memory_does_not_break_its_later_use() ->
     pool unshared; the next request mapped it again and the worker refused with BadData "pool N
     is already mapped on this connection" (found by the stress run's cancellations). The map
     must complete (or be accounted for) whatever happens to the request that triggered it."""
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(add_model())
         for k in range(60):
             memory = rt.memory.create(4096)
@@ -65,7 +65,7 @@ async def test_cancelled_executes_on_fresh_memories_leave_no_descriptor() -> Non
     """Executions cancelled around the first share of a fresh memory left one memfd
     (``/memfd:nnrt``) open in the client after every memory and the runtime were closed (the
     ``no_leaks`` fixture reports it). Found with the stress run's cancellation traffic."""
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(add_model())
         for k in range(40):
             memory = rt.memory.create(4096)
@@ -102,7 +102,7 @@ async def test_worker_killed_while_the_runtime_starts_gives_a_typed_error_at_mos
     async with anyio.create_task_group() as tg:
         tg.start_soon(kill_first_worker)
         try:
-            async with nnrt.Runtime(workers=1) as rt:
+            async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
                 compiled = await rt.compile(add_model())
                 (y,) = await compiled.execute([np.zeros((1, 64), np.float32)])
                 assert np.array_equal(y, np.arange(64, dtype=np.float32).reshape(1, 64) / 8)

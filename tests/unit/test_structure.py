@@ -183,7 +183,7 @@ async def main():
     b = nnrt.ModelBuilder()
     x = b.input("x", (1, 4))
     b.output(b.add(x, np.ones((1, 4), np.float32)))
-    async with nnrt.Runtime(workers=1) as rt:
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         compiled = await rt.compile(b.build())
         (y,) = await compiled.execute([np.zeros((1, 4), np.float32)])
         (z,) = await compiled.execute([np.zeros((1, 4), np.float32)], outputs=[None])

@@ -21,7 +21,12 @@ from nnrt.model.aot import AotInfo, DispatchRecord
 from nnrt.model.model import Model
 from nnrt.model.subgraph import outline
 from nnrt.model.types import ExecutionPreference
-from nnrt.runtime.compile.partitioner import DriverSupport, partition_model
+from nnrt.runtime.compile.partitioner import (
+    STEP_COST,
+    DriverSupport,
+    check_step_cost,
+    partition_model,
+)
 
 __all__ = ["Progress", "compile_ahead"]
 
@@ -31,11 +36,14 @@ Progress = Callable[[int, int, str], None]
 
 def compile_ahead(model: Model, drivers: Sequence[Driver], *,
                   preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                  progress: Progress | None = None) -> tuple[AotInfo, list[bytes]]:
+                  progress: Progress | None = None, step_cost: float = STEP_COST
+                  ) -> tuple[AotInfo, list[bytes]]:
     """The dispatch records and bytecode modules of ``model`` compiled for ``drivers``.
 
     Every driver must be made from a compiler plugin (:class:`~nnrt.hal.plugin.PluginDriver`).
     Operations none of them supports get no record (they run on the fallback at run time).
+    ``step_cost``: the placement cost model's price of a step (see
+    :func:`~nnrt.runtime.compile.partitioner.consolidate`).
     """
     if not drivers:
         raise BadData("compile_ahead: give at least one driver")
@@ -50,7 +58,8 @@ def compile_ahead(model: Model, drivers: Sequence[Driver], *,
             raise BadData(f"compile_ahead: driver {info.name} given twice")
         plugins[info.name] = driver
         supports.append(DriverSupport.of(info.name, driver.support(model), info.performance))
-    partitioning = partition_model(model, supports, preference, fallback=_LEFT_OVER)
+    partitioning = partition_model(model, supports, preference, fallback=_LEFT_OVER,
+                                   step_cost=check_step_cost(step_cost))
     chosen = [p for p in partitioning.partitions if p.driver in plugins]
     records: list[DispatchRecord] = []
     modules: list[bytes] = []

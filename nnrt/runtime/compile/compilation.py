@@ -30,7 +30,12 @@ from nnrt.model.wire import model_to_wire
 from nnrt.runtime.backends.base import CompiledRef
 from nnrt.runtime.compile.caching import StepCache, step_token
 from nnrt.runtime.compile.constants import PlacedConstants
-from nnrt.runtime.compile.partitioner import DriverSupport, Partitioning, partition_model
+from nnrt.runtime.compile.partitioner import (
+    STEP_COST,
+    DriverSupport,
+    Partitioning,
+    partition_model,
+)
 from nnrt.runtime.compile.placement import OperationReport, PlacementReport, StepReport
 from nnrt.runtime.compile.plan import Plan, build_plan
 
@@ -72,6 +77,7 @@ class _Request:
     fallback: str | None
     infos: dict[str, Any]
     cache: tuple[CacheDirectory, bytes] | None = None
+    step_cost: float = STEP_COST
 
     def step_cache(self, driver: str, operations: Sequence[int]) -> StepCache | None:
         """The cache of a step on ``driver`` (None without cache info)."""
@@ -88,15 +94,18 @@ class _Request:
 async def compile_model(backend: Backend, model: Model, placed: PlacedConstants, *,
                         preference: int, priority: int, devices: Sequence[str],
                         deadline: float | None, allow_fallback: bool,
-                        cache: tuple[CacheDirectory, bytes] | None = None) -> Compilation:
+                        cache: tuple[CacheDirectory, bytes] | None = None,
+                        step_cost: float = STEP_COST) -> Compilation:
     """Partition ``model`` over ``devices`` (in order of preference for ties) and prepare it.
 
-    ``cache`` (a directory and the app token) caches every step's compiled model.
+    ``cache`` (a directory and the app token) caches every step's compiled model;
+    ``step_cost`` is the placement cost model's price of a step (see
+    :func:`~nnrt.runtime.compile.partitioner.consolidate`).
     """
     infos = _infos(backend, [*devices, FALLBACK_DRIVER])
     fallback = FALLBACK_DRIVER if allow_fallback else None
     request = _Request(backend, model, placed, preference, priority, deadline, fallback, infos,
-                       cache)
+                       cache, step_cost)
     records = _usable_records(model, devices, infos)
     if list(devices) == [FALLBACK_DRIVER] and not records:
         ref = await _prepare_whole(request, FALLBACK_DRIVER)
@@ -109,7 +118,8 @@ async def compile_model(backend: Backend, model: Model, placed: PlacedConstants,
         return Compilation([ref], None, report)
     supports = await _supports(request, devices)
     supports = _pin_records(model, supports, records)
-    partitioning = partition_model(model, supports, request.preference, fallback=fallback)
+    partitioning = partition_model(model, supports, request.preference, fallback=fallback,
+                                   step_cost=request.step_cost)
     count = len(partitioning.partitions)
     if count > MANY_PARTITIONS:
         warnings.warn(f"the model splits into {count} partitions over "
