@@ -1,10 +1,10 @@
 """The compilation cache: cold compile vs cache hit vs new-worker warm-up, and integrity speed.
 
-Run: .venv/bin/python benchmarks/cache.py [--runs N]
+Run: .venv/bin/python benchmarks/cache.py [--runs N] [--device cpu|litert]
 
-For the ``cpu`` driver on an MLP with 16.8 M float32 parameters (4 x FC 2048x2048), on the
-small CNN of ``benchmarks/cpu_driver.py`` and (with the ``onnx`` extra installed) on the
-ResNet-style CNN of ``tests/models/builders.py`` imported from ONNX:
+For the ``cpu`` driver (the default) on an MLP with 16.8 M float32 parameters (4 x FC
+2048x2048), on the small CNN of ``benchmarks/cpu_driver.py`` and (with the ``onnx`` extra
+installed) on the ResNet-style CNN of ``tests/models/builders.py`` imported from ONNX:
 
 * **HAL, in process** — ``prepare(model)`` (compile, no cache), ``prepare(model, cache=files)``
   (a miss: compile and save), ``prepare_from_cache(model, files)`` (a hit: read, hash, check,
@@ -16,6 +16,12 @@ ResNet-style CNN of ``tests/models/builders.py`` imported from ONNX:
   directory (cold), then in another fresh runtime (hit); and the warm-up of a second worker of
   the same pool, which prepares from the cache.
 * **Integrity** — ``nnrt.cache.cache_digest`` (SHA-256 over the blobs) on 256 MiB: GB/s.
+
+``--device litert``: the ``litert`` driver on two convolutions and the same 4 FCs (16.8 M
+parameters, a 64 MiB flatbuffer) and on the small CNN: the HAL columns as above, and
+``rt.compile`` **plus the first execution** (so LiteRT's XNNPACK weight packing, which happens
+when the interpreter allocates its tensors, counts) in a fresh runtime with an empty cache
+directory (cold) and in another fresh runtime (hit), medians of ``--runs`` cold/hit pairs.
 
 Every run uses a private integrity store and cache directory in a temporary directory.
 """
@@ -61,6 +67,22 @@ def big_mlp() -> tuple[nnrt.Model, list[Array]]:
     return b.build(), [rng.standard_normal((1, 2048)).astype(np.float32)]
 
 
+def big_convnet() -> tuple[nnrt.Model, list[Array]]:
+    """2 x CONV_2D 3x3x32 + 4 x FULLY_CONNECTED 2048x2048 + RELU: 16.8 M float32 parameters."""
+    rng = np.random.default_rng(0)
+    b = nnrt.ModelBuilder()
+    h = b.input("x", (1, 8, 8, 32))
+    for _ in range(2):
+        h = b.conv2d(h, (rng.standard_normal((32, 3, 3, 32)) * 0.05).astype(np.float32),
+                     np.zeros(32, np.float32), padding="same", activation="relu")
+    h = b.reshape(h, (1, 2048))
+    for _ in range(4):
+        w = (rng.standard_normal((2048, 2048)) * 0.02).astype(np.float32)
+        h = b.relu(b.fully_connected(h, w, np.zeros(2048, np.float32)))
+    b.output(h)
+    return b.build(), [rng.standard_normal((1, 8, 8, 32)).astype(np.float32)]
+
+
 def _median_ms(fn: Callable[[], object], runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -70,27 +92,29 @@ def _median_ms(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times) * 1000
 
 
-def hal(name: str, model: nnrt.Model, root: Path, runs: int) -> dict[str, float]:
+def hal(name: str, model: nnrt.Model, root: Path, runs: int, device: str = "cpu"
+        ) -> dict[str, float]:
     """Compile / miss / hit at the HAL, in this process."""
-    driver = load_driver("cpu")
-    meta = {"driver": "cpu", "version": driver.info().version}
-    directory = CacheDirectory(root / f"hal-{name}")
+    driver = load_driver(device)
+    meta = {"driver": device, "version": driver.info().version}
+    directory = CacheDirectory(root / f"hal-{device}-{name}")
+    counts = driver.cache_files_needed()
 
     def plain() -> None:
         driver.prepare(model).release()
 
     def miss() -> None:
-        with directory.open(os.urandom(32), (1, 1), meta) as entry:
+        with directory.open(os.urandom(32), counts, meta) as entry:
             driver.prepare(model, cache=entry.files).release()
             entry.commit()
 
     token = os.urandom(32)
-    with directory.open(token, (1, 1), meta) as entry:
+    with directory.open(token, counts, meta) as entry:
         driver.prepare(model, cache=entry.files).release()
         entry.commit()
 
     def hit() -> None:
-        with directory.open(token, (1, 1), meta) as entry:
+        with directory.open(token, counts, meta) as entry:
             assert entry.hit
             driver.prepare_from_cache(model, entry.files).release()
 
@@ -148,6 +172,43 @@ async def runtime(name: str, model: nnrt.Model, inputs: list[Array], root: Path
     return found
 
 
+async def runtime_runs(device: str, model: nnrt.Model, inputs: list[Array], root: Path,
+                       runs: int) -> dict[str, float]:
+    """Medians of ``runs`` cold / hit pairs of rt.compile plus the first execution, each in a
+    fresh runtime whose worker is already up (a tiny model compiled first)."""
+    tiny = nnrt.ModelBuilder()
+    tiny.output(tiny.relu(tiny.input("t", (1, 4))))
+    warm_up = tiny.build()
+    times: dict[str, list[float]] = {"cold": [], "hit": []}
+    for run in range(runs):
+        for label in ("cold", "hit"):
+            async with nnrt.Runtime(drivers=[device], workers=1) as rt:
+                await (await rt.compile(warm_up)).execute([np.ones((1, 4), np.float32)])
+                start = time.perf_counter()
+                compiled = await rt.compile(model, cache_dir=root / f"rt-{device}-{run}")
+                await compiled.execute(inputs)
+                times[label].append((time.perf_counter() - start) * 1000)
+                stats = rt.statistics()
+                assert (stats.cache_hits, stats.cache_misses) == ((1, 0) if label == "hit"
+                                                                  else (0, 1)), stats
+    return {label: statistics.median(found) for label, found in times.items()}
+
+
+def litert(root: Path, runs: int) -> None:
+    """The --device litert tables."""
+    print("| model | compile (no cache) ms | miss (compile + save) ms | hit ms | hit / miss "
+          "| rt.compile + run, cold ms | rt.compile + run, hit ms | hit / cold |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, model, inputs in [("convs + 4 FC, 16.8M params", *big_convnet()),
+                                ("CNN", *cnn(1))]:
+        key = name.split()[0].rstrip(",")
+        h = hal(key, model, root, runs, "litert")
+        r = anyio.run(runtime_runs, "litert", model, inputs, root / key, runs)
+        print(f"| {name} | {h['compile']:.1f} | {h['miss']:.1f} | {h['hit']:.2f} | "
+              f"{h['hit'] / h['miss']:.0%} | {r['cold']:.1f} | {r['hit']:.1f} | "
+              f"{r['hit'] / r['cold']:.1%} |", flush=True)
+
+
 def resnet() -> list[tuple[str, nnrt.Model, list[Array]]]:
     """The ResNet-style CNN (32x32x3, 16 channels) imported from ONNX, if onnx is installed."""
     try:
@@ -171,6 +232,7 @@ def integrity(size: int = 256 << 20) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--device", choices=("cpu", "litert"), default="cpu")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -178,6 +240,9 @@ def main() -> None:
         os.environ["NNRT_CPU_OPTIMIZE_AFTER"] = "0"
         print(f"machine: Python {platform.python_version()}, numpy {np.__version__}, "
               f"{platform.machine()}, {os.cpu_count()} CPUs")
+        if args.device == "litert":
+            litert(root, args.runs)
+            return
         print("| model | compile (no cache) ms | miss (compile + save) ms | hit ms | hit / miss "
               "| rt.compile cold ms | rt.compile hit ms | new worker (from cache) ms |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -42,6 +42,7 @@ from nnrt.hal.base import (
     PreparedModel,
     PrepareOptions,
 )
+from nnrt.hal.buffers import IO, BufferSpec, DeviceBuffer, HostBuffer
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
 
@@ -358,6 +359,18 @@ class PluginDriver(Driver):
         module = self._call_hook(object, "join_module", self.plugin.join_module, raw["code"],
                                  constants)
         return self._make_prepared(model, module, raw["entry_point"], cache)
+
+    def _allocate(self, spec: BufferSpec, roles: Sequence[tuple[PreparedModel, IO, int, float]]
+                  ) -> DeviceBuffer:
+        """A device buffer in the worker's memory: a dispatch reads and writes host arrays, so
+        a buffer is one, handed to ``invoke`` as an input or as the output it computes into.
+        Plugin outputs have static shapes, so the size is known (else ``OpFailed``: the
+        runtime falls back to shared memory only when it knows the size either)."""
+        nbytes = spec.nbytes
+        if nbytes is None:
+            raise OpFailed(f"driver {self.plugin.name}: cannot allocate a buffer of unknown "
+                           f"size (dims {'unknown' if spec.dims is None else list(spec.dims)})")
+        return HostBuffer(spec, nbytes)
 
     def _make_prepared(self, model: Model, module: Any, entry_point: str,
                        cache: CacheFiles | None) -> PreparedModel:

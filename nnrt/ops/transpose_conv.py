@@ -93,12 +93,12 @@ class TransposeConv2D:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """The output shape, from the input size, filter, strides and padding."""
-        return [_resolve(ctx)[1]]
+        return [resolve(ctx)[1]]
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Scatter every input pixel's filter response, then crop by the padding."""
-        geo, out_shape = _resolve(ctx)
+        geo, out_shape = resolve(ctx)
         x = to_nhwc(ctx.tensor(INPUT).astype(np.float64), geo.nchw)
         w = ctx.tensor(FILTER).astype(np.float64)
         bias = ctx.tensor(BIAS).astype(np.float64)
@@ -107,8 +107,8 @@ class TransposeConv2D:
         return [from_nhwc(apply_activation(y, geo.activation), geo.nchw)]
 
 
-def _resolve(ctx: OperationContext) -> tuple[Geometry, Shape]:
-    """Geometry and output shape, checking every shape relation."""
+def resolve(ctx: OperationContext) -> tuple[Geometry, Shape]:
+    """Geometry (the pads in explicit form) and output shape, checking every shape relation."""
     sig = _signature(ctx)
     for i, rank in ((INPUT, 4), (FILTER, 4), (BIAS, 1)):
         ctx.expect_rank(i, rank)

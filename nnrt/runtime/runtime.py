@@ -28,9 +28,8 @@ from nnrt.runtime.arena import DEFAULT_ARENA_LIMIT, Arena
 from nnrt.runtime.backends.embedded import EmbeddedBackend
 from nnrt.runtime.backends.pool import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUE
 from nnrt.runtime.buffers import BufferRole, DeviceMemory, check_allocation
-from nnrt.runtime.compile.caching import model_token
+from nnrt.runtime.compile.caching import placed_with_token
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
-from nnrt.runtime.compile.constants import place_constants
 from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
 from nnrt.runtime.compiled import CompiledModel
 from nnrt.runtime.core import RuntimeCore, deadline_after
@@ -235,14 +234,14 @@ class Runtime:
             raise BadData(f"unknown devices {unknown}; this runtime has {known}")
         deadline = deadline_after(timeout)
         step_cost = check_step_cost(step_cost)
-        cache = None
-        if cache_dir is not None:
-            app_token = check_token(token, "compile: token") if token is not None else (
-                await anyio.to_thread.run_sync(model_token, model))
-            cache = (CacheDirectory(cache_dir), app_token)
-        elif token is not None:
+        if cache_dir is None and token is not None:
             raise BadData("compile: a cache token needs a cache_dir")
-        placed = place_constants(model)
+        directory = None if cache_dir is None else CacheDirectory(cache_dir)
+        given = None if token is None else check_token(token, "compile: token")
+        placed, derived = await placed_with_token(
+            model, derive_token=directory is not None and given is None)
+        app_token = given or derived
+        cache = None if directory is None or app_token is None else (directory, app_token)
         try:
             for memory in placed.memories:
                 self.memory.watch(memory)

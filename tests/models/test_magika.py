@@ -215,3 +215,16 @@ async def test_runtime_on_the_cpu_driver_matches_onnxruntime(
     assert_close(probabilities, expected, "magika probabilities through the runtime (batch 6)")
     assert_close(np.concatenate(rows), expected, "magika probabilities, one file at a time")
     assert labels_of(probabilities, config) == [label for _, label in FILES.values()]
+
+
+async def test_runtime_on_the_litert_driver_runs_it_whole(
+        magika_dir: Path, batch: Array, expected: Array, config: dict[str, Any]) -> None:
+    pytest.importorskip("ai_edge_litert", reason="ai-edge-litert has no wheel for this platform")
+    model = nnrt.onnx.load(magika_dir / "model.onnx", input_shapes={"bytes": list(batch.shape)})
+    async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
+        compiled = await rt.compile(model)
+        assert compiled.steps == 1 and compiled.device == "litert"  # int32 input, softmax
+        (probabilities,) = await compiled.execute({"bytes": batch}, copy=True)
+        await compiled.release()
+    assert_close(probabilities, expected, "magika probabilities on litert (batch 6)")
+    assert labels_of(probabilities, config) == [label for _, label in FILES.values()]

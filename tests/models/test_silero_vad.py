@@ -143,12 +143,15 @@ def test_reference_matches_onnxruntime(vad: Vad, reference_run: tuple[Array, Arr
     assert_close(state, vad.state, f"{vad.path.name}: final state")
 
 
-async def test_runtime_on_the_cpu_driver_matches_onnxruntime(vad: Vad) -> None:
+async def stream_through_runtime(vad: Vad, driver: str
+                                 ) -> tuple[Array, Array, nnrt.PlacementReport]:
+    """The stream through a runtime on ``driver`` (reference as fallback): probabilities,
+    final state, and the compiled model's placement."""
     rate = np.array([RATE], np.int64)
-    async with nnrt.Runtime(drivers=["cpu"], workers=1) as rt:
+    async with nnrt.Runtime(drivers=[driver], workers=1) as rt:
         with warnings.catch_warnings():  # how the model splits is the benchmark's concern
             warnings.simplefilter("ignore", nnrt.PartitionWarning)
-            compiled = await rt.compile(vad.model, devices=["cpu"])
+            compiled = await rt.compile(vad.model, devices=[driver])
         state = np.zeros((2, 1, 128), np.float32)
         context = np.zeros(CONTEXT, np.float32)
         probabilities = []
@@ -158,10 +161,26 @@ async def test_runtime_on_the_cpu_driver_matches_onnxruntime(vad: Vad) -> None:
                                                 copy=True)
             probabilities.append(float(out[0, 0]))
             context = x[0, -CONTEXT:]
+        placement = compiled.placement()
         await compiled.release()
-    assert_close(np.array(probabilities, np.float32), vad.probabilities,
+    return np.array(probabilities, np.float32), state, placement
+
+
+async def test_runtime_on_the_cpu_driver_matches_onnxruntime(vad: Vad) -> None:
+    probabilities, state, _ = await stream_through_runtime(vad, "cpu")
+    assert_close(probabilities, vad.probabilities,
                  f"{vad.path.name}: speech probabilities through the runtime")
     assert_close(state, vad.state, f"{vad.path.name}: final state through the runtime")
+
+
+async def test_runtime_on_the_litert_driver_matches_onnxruntime(vad: Vad) -> None:
+    pytest.importorskip("ai_edge_litert", reason="ai-edge-litert has no wheel for this platform")
+    probabilities, state, placement = await stream_through_runtime(vad, "litert")
+    assert_close(probabilities, vad.probabilities,
+                 f"{vad.path.name}: speech probabilities on litert")
+    assert_close(state, vad.state, f"{vad.path.name}: final state on litert")
+    # the LSTM model runs whole on litert; the IF-less one keeps its IF on the reference
+    assert {o.driver for o in placement.operations if o.type_name != "IF"} == {"litert"}
 
 
 def test_voice_is_told_from_silence_and_noise(vad: Vad,

@@ -1,7 +1,7 @@
 """The ``litert`` driver: NNAPI partitions compiled to TFLite flatbuffers, run by LiteRT.
 
-``LitertPlugin.partition`` selects the float32 operations a TFLite builtin computes exactly as
-NNAPI specifies (:mod:`~nnrt.drivers.litert.support`); ``compile`` writes each partition as a
+``LitertPlugin.partition`` selects the operations a TFLite builtin computes exactly as NNAPI
+specifies (:mod:`~nnrt.drivers.litert.support`); ``compile`` writes each partition as a
 TFLite flatbuffer (:mod:`~nnrt.drivers.litert.flatbuffer`), the driver's bytecode; in the
 worker, ``LitertDispatch`` checks it and runs it on LiteRT's CPU kernels (XNNPACK) through
 ``ai_edge_litert``'s ``Interpreter``. Needs the ``ai-edge-litert`` package (installed with nnrt

@@ -9,6 +9,7 @@ from nnrt._version import __version__
 from nnrt.drivers.litert.dispatch import LitertDispatch
 from nnrt.drivers.litert.flatbuffer import write_partition
 from nnrt.drivers.litert.support import unsupported_reason
+from nnrt.errors import BadData
 from nnrt.hal.base import PerformanceInfo
 from nnrt.hal.plugin import CompiledResult, CompilerPlugin, PartitionResult, PluginDriver
 from nnrt.model.model import Model
@@ -17,7 +18,7 @@ __all__ = ["FORMAT", "LITERT_VERSION", "LitertDriver", "LitertPlugin"]
 
 #: The layout of the bytecode this compiler writes (a TFLite flatbuffer per partition); bumped
 #: when what it writes changes, so caches and ``.nnrt`` files of older compilers are refused.
-FORMAT = 1
+FORMAT = 2
 #: The installed LiteRT: part of the driver version, so its caches follow LiteRT updates.
 LITERT_VERSION = metadata.version("ai-edge-litert")
 
@@ -40,6 +41,19 @@ class LitertPlugin(CompilerPlugin):
         """One flatbuffer per partition (module ``i`` implements partition ``i``)."""
         modules = tuple(write_partition(model) for model in partitions)
         return CompiledResult(modules, tuple((i, "main") for i in range(len(partitions))))
+
+    def split_module(self, module: bytes) -> tuple[bytes, bytes]:
+        """The whole flatbuffer goes to the data cache, as one blob: it is mostly weights, is
+        checked in full on every load anyway (the dispatch trusts no cache file), and so is
+        saved and read back without being copied into the model cache's header."""
+        return b"", module
+
+    def join_module(self, code: bytes, constants: bytes) -> bytes:
+        """The flatbuffer :meth:`split_module` put in the data cache."""
+        if code:
+            raise BadData(f"litert model cache: expected no code, got {len(code)} bytes (the "
+                          "flatbuffer lives in the data cache)")
+        return constants
 
 
 class LitertDriver(PluginDriver):

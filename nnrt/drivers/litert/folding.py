@@ -2,12 +2,15 @@
 a standalone RELU / RELU1 / RELU6 into the operation before it as its fused activation.
 
 ONNX-imported CNNs carry batch normalisation as ``CONV_2D -> MUL(scale) -> ADD(shift)`` with
-per-channel constants; onnxruntime folds them into the convolution, and so does this pass: the
-filter's output channels are multiplied by the scale, the bias becomes ``bias * scale + shift``,
-and the last operation's fused activation moves onto the convolution. Only exact patterns fold:
-constant filter, bias, scale and shift, a convolution without activation, each intermediate read
-by the next operation only (and not a partition output), constants that vary along the channel
-axis alone. The result differs from the unfolded chain by float rounding only.
+per-channel constants (and a transposed convolution's bias as an ``ADD`` before them);
+onnxruntime folds them into the convolution, and so does this pass: any run of such MULs and
+ADDs after a CONV_2D, DEPTHWISE_CONV_2D or TRANSPOSE_CONV_2D is one affine map per channel, so
+the filter's output channels are multiplied by the scale, the bias becomes ``bias * scale +
+shift``, and the last operation's fused activation moves onto the convolution. Only exact
+patterns fold: constant filter, bias, scales and shifts, a convolution without activation, each
+intermediate read by the next operation only (and not a partition output), constants that vary
+along the channel axis alone. The result differs from the unfolded chain by float rounding
+only.
 
 An activation operation whose input is read by it alone (and is not a partition output) and
 comes from an operation with a fused-activation parameter left at NONE becomes that parameter:
@@ -22,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from nnrt.drivers.litert.geometry import conv_window, transpose_conv_window
 from nnrt.drivers.litert.patterns import operand_readers
-from nnrt.drivers.litert.support import conv_window
 from nnrt.model.model import Model
 from nnrt.model.types import OperationType
 from nnrt.ops._framework.context import static_context
@@ -60,6 +63,9 @@ class Fused:
 
 #: Activation operations and their fused-activation codes.
 _ACTIVATIONS = {Op.RELU: 1, Op.RELU1: 2, Op.RELU6: 3}
+#: The convolutions a scale and shift fold into, and the output-channel axis of their filters
+#: (OHWI, or 1HWO for depthwise).
+_FILTER_AXIS = {Op.CONV_2D: 0, Op.DEPTHWISE_CONV_2D: 3, Op.TRANSPOSE_CONV_2D: 0}
 #: Operations with a fused-activation input, and its slot (pools: by input count).
 _ACTIVATION_SLOT = {Op.ADD: 2, Op.SUB: 2, Op.MUL: 2, Op.DIV: 2, Op.FULLY_CONNECTED: 3}
 
@@ -80,43 +86,52 @@ def _channel_vector(model: Model, operand: int, channels: int, nchw: bool) -> Ar
     return np.broadcast_to(full.reshape(-1), (channels,)).astype(np.float32)
 
 
-def fold_affine(model: Model) -> dict[int, Fold]:
-    """Per convolution index: what folding the MUL / ADD after it gives (only those that fold)."""
+def fold_affine(model: Model, excluded: frozenset[int] = frozenset()) -> dict[int, Fold]:
+    """Per convolution index: what folding the MULs / ADDs after it gives (only those that
+    fold; ``excluded`` operations are never folded: another pattern writes them)."""
     readers, reader_of = operand_readers(model)
     folds: dict[int, Fold] = {}
     for index, op in enumerate(model.operations):
-        if op.type not in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
+        if op.type not in _FILTER_AXIS or index in excluded:
             continue
-        fold = _fold(model, index, readers, reader_of)
+        fold = _fold(model, index, readers, reader_of, excluded)
         if fold is not None:
             folds[index] = fold
     return folds
 
 
-def _fold(model: Model, index: int, readers: Counter[int],
-          reader_of: dict[int, int]) -> Fold | None:
+def _conv_form(model: Model, index: int) -> tuple[bool, int] | None:
+    """Whether convolution ``index`` is NCHW, and its fused activation (None: litert has no
+    form for it)."""
+    ctx = static_context(model, index)
+    found = (transpose_conv_window(ctx) if model.operations[index].type == Op.TRANSPOSE_CONV_2D
+             else conv_window(ctx))
+    return None if isinstance(found, str) else (found.nchw, found.activation)
+
+
+def _fold(model: Model, index: int, readers: Counter[int], reader_of: dict[int, int],
+          excluded: frozenset[int]) -> Fold | None:
     op = model.operations[index]
-    window = conv_window(static_context(model, index))
+    form = _conv_form(model, index)
     filt, bias = model.constant_value(op.inputs[1]), model.constant_value(op.inputs[2])
-    if isinstance(window, str) or window.activation or filt is None or bias is None:
+    if form is None or form[1] or filt is None or bias is None:
         return None
-    channels = model.inferred_dims[op.outputs[0]][1 if window.nchw else 3]
+    nchw = form[0]
+    channels = model.inferred_dims[op.outputs[0]][1 if nchw else 3]
     scale = np.ones(channels, np.float32)
     shift = np.zeros(channels, np.float32)
     current, activation, absorbed = op.outputs[0], 0, []
-    for kind in (Op.MUL, Op.ADD):
-        if activation or readers[current] != 1 or current not in reader_of:
-            break
+    while not activation and readers[current] == 1 and current in reader_of:
         following = reader_of[current]
         step = model.operations[following]
-        if step.type != kind or len(step.inputs) != 3:
+        if following in excluded or step.type not in (Op.MUL, Op.ADD) or len(step.inputs) != 3:
             break
         other = step.inputs[1] if step.inputs[0] == current else step.inputs[0]
-        vector = _channel_vector(model, other, channels, window.nchw)
+        vector = _channel_vector(model, other, channels, nchw)
         code = model.constant_value(step.inputs[2])
         if vector is None or code is None:
             break
-        if kind == Op.MUL:
+        if step.type == Op.MUL:
             scale, shift = scale * vector, shift * vector
         else:
             shift = shift + vector
@@ -124,11 +139,9 @@ def _fold(model: Model, index: int, readers: Counter[int],
         absorbed.append(following)
     if not absorbed:
         return None
-    weights = np.asarray(filt, np.float32)
-    axis = 0 if op.type == Op.CONV_2D else 3  # output channels: OHWI, or 1HWO for depthwise
     shape = [1, 1, 1, 1]
-    shape[axis] = channels
-    return Fold(filter=weights * scale.reshape(shape),
+    shape[_FILTER_AXIS[op.type]] = channels
+    return Fold(filter=np.asarray(filt, np.float32) * scale.reshape(shape),
                 bias=np.asarray(bias, np.float32) * scale + shift,
                 output=current, activation=activation, absorbed=tuple(absorbed))
 
@@ -158,9 +171,9 @@ def fuse_activations(model: Model, folds: dict[int, Fold],
 def _activation(model: Model, index: int) -> int | None:
     """The fused activation of operation ``index`` (None: it has no such parameter)."""
     op = model.operations[index]
-    if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
-        window = conv_window(static_context(model, index))
-        return None if isinstance(window, str) else window.activation
+    if op.type in _FILTER_AXIS:
+        form = _conv_form(model, index)
+        return None if form is None else form[1]
     if op.type in (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D):
         slot = 9 if len(op.inputs) in (10, 11) else 6  # explicit or implicit padding
     elif op.type in _ACTIVATION_SLOT:

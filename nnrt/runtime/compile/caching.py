@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import msgpack
 import numpy as np
 
@@ -27,8 +29,10 @@ from nnrt.cache.entry import CacheEntry
 from nnrt.cache.files import check_token
 from nnrt.errors import BadData
 from nnrt.model.model import Model
+from nnrt.runtime.compile.constants import PlacedConstants, place_constants
 
-__all__ = ["CACHE_FORMAT_VERSION", "StepCache", "model_token", "step_token"]
+__all__ = ["CACHE_FORMAT_VERSION", "StepCache", "model_token", "placed_with_token",
+           "step_token"]
 
 #: Bumped whenever what a cached step depends on changes meaning.
 CACHE_FORMAT_VERSION = 1
@@ -40,6 +44,34 @@ def model_token(model: Model) -> bytes:
     digest = hashlib.sha256(b"nnrt model token v1\0")
     _hash_model(digest, model, 0)
     return digest.digest()
+
+
+async def placed_with_token(model: Model, *, derive_token: bool
+                            ) -> tuple[PlacedConstants, bytes | None]:
+    """:func:`~nnrt.runtime.compile.constants.place_constants` of ``model`` and, if
+    ``derive_token``, its :func:`model_token`. Both read every constant byte (64 MiB for a
+    16 M-parameter model), so they run at once, in two threads, off the event loop; errors
+    come out as they are (no exception group). The packed constants are closed if either
+    fails or the caller is cancelled."""
+    placed: list[PlacedConstants] = []
+
+    def work() -> bytes | None:
+        if not derive_token:
+            placed.append(place_constants(model))
+            return None
+        with ThreadPoolExecutor(1, "nnrt-model-token") as pool:
+            token = pool.submit(model_token, model)
+            placed.append(place_constants(model))
+            return token.result()
+
+    try:
+        derived = await anyio.to_thread.run_sync(work)
+    except BaseException:
+        for found in placed:  # filled by the thread, which the caller's cancel waits for
+            if found.packed is not None:
+                found.packed.close()
+        raise
+    return placed[0], derived
 
 
 def _hash_model(digest: Any, model: Model, depth: int) -> None:

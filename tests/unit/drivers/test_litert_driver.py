@@ -26,6 +26,7 @@ from nnrt.testing.spec import FLOAT32_TOL
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "models"))  # builders: ONNX test models
 Op = nnrt.OperationType
+T = nnrt.OperandType
 ATOL, RTOL = FLOAT32_TOL
 #: A chain of operations compounds rounding differences (XNNPACK sums in another order): whole
 #: models are compared as onnxruntime's are, within 1e-4.
@@ -68,14 +69,22 @@ def test_partition_reasons_name_what_tflite_lacks() -> None:
     i = b.input("i", (1, 4), "int32")
     odd_avg = b.operation(Op.AVERAGE_POOL_2D, x, 1, 0, 1, 0, 1, 1, 2, 2, 0)[0]
     soft = b.softmax(x, axis=1)
-    ints = b.add(i, i)
+    ints = b.operation(Op.DIV, i, i, 0)[0]
     every = b.operation(Op.MEAN, x, np.array([0, 1, 2, 3], np.int32), 0)[0]
-    b.output(odd_avg, soft, ints, every)
+    both = b.operation(Op.MAXIMUM, x, x)[0]
+    # a 2x2 stride-2 transposed convolution cropping one row at the top: TFLite's SAME crops
+    # none for a 13-row output, VALID needs 14 rows
+    filt = np.ones((2, 2, 2, 2), np.float32)
+    cropped = b.operation(Op.TRANSPOSE_CONV_2D, x, filt, np.zeros(2, np.float32),
+                          0, 0, 1, 0, 2, 2, 0, False)[0]
+    b.output(odd_avg, soft, ints, every, both, cropped)
     reasons = LitertDriver().support(b.build()).reasons
     assert "AVERAGE_POOL_2D cannot take a PAD" in reasons[0]
     assert "last axis" in reasons[1]
-    assert "TENSOR_INT32 not supported" in reasons[2]
+    assert "integer DIV (NNAPI rounds toward -infinity" in reasons[2]
     assert "every dim without keep_dims" in reasons[3]
+    assert "MAXIMUM needs a constant input without NaN" in reasons[4]
+    assert "neither TFLite's SAME nor VALID for TRANSPOSE_CONV" in reasons[5]
 
 
 def _builtins(model: nnrt.Model) -> list[str]:
@@ -112,6 +121,142 @@ def test_an_nchw_region_runs_in_nhwc_with_transposes_only_at_its_edges() -> None
     x = RNG.standard_normal((2, 3, 10, 10)).astype(np.float32)
     got = LitertDriver().prepare(model).execute([x]).outputs[0]
     np.testing.assert_allclose(got, nnrt.reference.run(model, [x])[0], **MODEL_TOL)
+
+
+def _nchw_decoder() -> nnrt.Model:
+    """An NCHW decoder as ONNX imports PP-OCR's: conv, HardSwish (``x + 3``, Clip as
+    MAXIMUM / MINIMUM, ``* x``, ``/ 6``), two nearest-neighbour upsamplings concatenated on the
+    channels, a transposed convolution with its bias and batch norm after it, then a
+    HardSigmoid (``* 1/6 + 0.5``, MINIMUM 1, MAXIMUM 0)."""
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 3, 6, 6))
+    y = b.operation(Op.CONV_2D, x, RNG.standard_normal((4, 3, 3, 3)).astype(np.float32),
+                    RNG.standard_normal(4).astype(np.float32), 1, 1, 1, 1, 1, 1, 0, True)[0]
+    t = b.operation(Op.MAXIMUM, b.add(y, np.array([3.0], np.float32)),
+                    np.array([0.0], np.float32))[0]
+    t = b.operation(Op.MINIMUM, t, np.array([6.0], np.float32))[0]
+    y = b.operation(Op.DIV, b.mul(y, t), np.array([6.0], np.float32), 0)[0]
+    up = b.operation(Op.RESIZE_NEAREST_NEIGHBOR, y, 12, 12, True, False, False)[0]
+    half = b.operation(Op.RESIZE_NEAREST_NEIGHBOR, y, 0.5, 0.5, True, False, True)[0]
+    half = b.operation(Op.RESIZE_NEAREST_NEIGHBOR, half, 12, 12, True, True, False)[0]
+    y = b.operation(Op.CONCATENATION, up, half, 1)[0]
+    y = b.operation(Op.TRANSPOSE_CONV_2D, y, RNG.standard_normal((2, 2, 2, 8)).astype(
+        np.float32), np.zeros(2, np.float32), 0, 0, 0, 0, 2, 2, 0, True)[0]
+    y = b.add(y, RNG.standard_normal((1, 2, 1, 1)).astype(np.float32))
+    y = b.mul(y, RNG.standard_normal((2, 1, 1)).astype(np.float32))
+    y = b.relu(b.add(y, RNG.standard_normal((2, 1, 1)).astype(np.float32)))
+    y = b.add(b.mul(y, np.array([1 / 6], np.float32)), np.array([0.5], np.float32))
+    y = b.operation(Op.MINIMUM, y, np.array([1.0], np.float32))[0]
+    b.output(b.operation(Op.MAXIMUM, y, np.array([0.0], np.float32))[0])
+    return b.build()
+
+
+def test_an_nchw_decoder_stays_in_nhwc_through_resizes_and_transposed_convolutions() -> None:
+    model = _nchw_decoder()
+    assert not LitertDriver().support(model).reasons
+    ops = _builtins(model)
+    assert ops.count("TRANSPOSE") == 2  # the input in, the output out
+    assert ops.count("HARD_SWISH") == 1 and ops.count("RESIZE_NEAREST_NEIGHBOR") == 3
+    assert ops.count("MAXIMUM") == ops.count("MINIMUM") == 1  # the HardSigmoid's only
+    assert ops[ops.index("TRANSPOSE_CONV") + 1] == "MUL"  # bias and batch norm folded, relu fused
+    x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32) * 3
+    got = LitertDriver().prepare(model).execute([x]).outputs[0]
+    np.testing.assert_allclose(got, nnrt.reference.run(model, [x])[0], **MODEL_TOL)
+
+
+def test_maximum_and_minimum_write_their_constant_first_so_nan_propagates() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (5,))
+    y = b.operation(Op.MAXIMUM, x, np.array([0.0], np.float32))[0]
+    b.output(b.operation(Op.MINIMUM, y, np.array([6.0], np.float32))[0])
+    model = b.build()
+    x_value = np.array([np.nan, -1.0, 3.0, 7.0, np.inf], np.float32)
+    got = LitertDriver().prepare(model).execute([x_value]).outputs[0]
+    np.testing.assert_array_equal(got, [np.nan, 0.0, 3.0, 6.0, 6.0])
+
+
+def _softmax_rows(b: nnrt.ModelBuilder, x: nnrt.Tensor, rows: int) -> nnrt.Tensor:
+    """A softmax over the last axis as magika's export writes it, operation by operation."""
+    top = b.operation(Op.REDUCE_MAX, x, np.array([-1], np.int32), False)[0]
+    top = b.operation(Op.MAXIMUM, np.array([-np.inf], np.float32), top)[0]
+    shifted = b.operation(Op.SUB, x, b.reshape(top, (rows, 1)), 0)[0]
+    exps = b.operation(Op.EXP, shifted)[0]
+    total = b.operation(Op.REDUCE_SUM, exps, np.array([1], np.int32), False)[0]
+    return b.operation(Op.DIV, exps, b.reshape(total, (rows, 1)), 0)[0]
+
+
+def test_int32_and_bool_tensors_and_an_exported_softmax_run_whole_on_litert() -> None:
+    """magika's head in small: int32 bytes compared with every value (EQUAL, TENSOR_BOOL8),
+    one-hot by SELECT, a dense layer, then a softmax written as one SOFTMAX."""
+    b = nnrt.ModelBuilder()
+    codes = b.input("codes", (3, 5), "int32")
+    mask = b.input("mask", (3, 5, 4), "bool")
+    hot = b.operation(Op.EQUAL, b.operation(Op.EXPAND_DIMS, codes, 2)[0],
+                      np.arange(4, dtype=np.int32).reshape(1, 1, 4),
+                      output_types=[T.TENSOR_BOOL8])[0]
+    ones = np.ones((3, 5, 4), np.float32)
+    floats = [T.TENSOR_FLOAT32]
+    onehot = b.operation(Op.SELECT, hot, ones, np.zeros((3, 5, 4), np.float32),
+                         output_types=floats)[0]
+    masked = b.operation(Op.SELECT, mask, onehot, -ones, output_types=floats)[0]
+    logits = b.fully_connected(b.reshape(masked, (3, 20)), RNG.standard_normal((6, 20)).astype(
+        np.float32), np.zeros(6, np.float32))
+    doubled = b.mul(b.operation(Op.MAXIMUM, codes, np.array([2], np.int32))[0],
+                    np.array([2], np.int32))
+    b.output(_softmax_rows(b, logits, 3), b.operation(Op.CAST, doubled,
+                                                      output_types=[T.TENSOR_FLOAT32])[0])
+    model = b.build()
+    assert not LitertDriver().support(model).reasons
+    ops = _builtins(model)
+    assert "SOFTMAX" in ops and "EXP" not in ops and "EQUAL" in ops
+    feed = [RNG.integers(0, 5, (3, 5)).astype(np.int32), RNG.random((3, 5, 4)) > 0.3]
+    got = LitertDriver().prepare(model).execute(feed).outputs
+    for g, w in zip(got, nnrt.reference.run(model, feed), strict=True):
+        np.testing.assert_allclose(g, w, **MODEL_TOL)
+
+
+def _lstm(b: nnrt.ModelBuilder, x: nnrt.Tensor, activation: int, outputs: int = 3
+          ) -> list[nnrt.Tensor]:
+    """A time-major LSTM (3 steps, batch 2, 4 inputs, 5 units) with peepholes, no projection,
+    its states given as inputs."""
+    def weights(*shape: int) -> np.ndarray:
+        return (RNG.standard_normal(shape) * 0.5).astype(np.float32)
+
+    h = b.input("h", (2, 5))
+    c = b.input("c", (2, 5))
+    return b.operation(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, x, *(weights(5, 4) for _ in range(4)),
+                       *(weights(5, 5) for _ in range(4)), *(weights(5) for _ in range(7)),
+                       nnrt.Omitted(), nnrt.Omitted(), h, c, activation, 0.0, 0.0, True,
+                       outputs=outputs)
+
+
+def test_lstm_final_states_read_in_the_partition_come_after_the_lstm() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (3, 2, 4))
+    sequence, h, c = _lstm(b, x, activation=4)
+    b.output(sequence, b.add(h, np.ones(5, np.float32)), b.add(c, np.ones(5, np.float32)))
+    model = b.build()
+    assert not LitertDriver().support(model).reasons
+    feed = [RNG.standard_normal(shape).astype(np.float32) for shape in ((3, 2, 4), (2, 5),
+                                                                          (2, 5))]
+    executable = LitertDriver().prepare(model)
+    for _ in range(2):  # every run starts from the given states
+        got = executable.execute(feed).outputs
+        for g, w in zip(got, nnrt.reference.run(model, feed), strict=True):
+            np.testing.assert_allclose(g, w, **MODEL_TOL)
+
+
+def test_partition_reasons_for_what_litert_computes_otherwise() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (3, 2, 4))
+    exp = b.operation(Op.EXP, x)[0]
+    ints = b.operation(Op.CAST, x, output_types=[T.TENSOR_INT32])[0]
+    sigmoid = _lstm(b, x, activation=6, outputs=1)[0]
+    b.output(exp, ints, sigmoid)
+    reasons = LitertDriver().support(b.build()).reasons
+    assert "EXP alone (LiteRT's XNNPACK kernel maps NaN to 0" in reasons[0]
+    assert "CAST from float to int" in reasons[1]
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM activation 6" in reasons[2]
 
 
 def test_a_tensor_read_elsewhere_stops_the_fold_there() -> None:
@@ -191,17 +336,54 @@ def _wild_tensor(model: object) -> None:
     operator.inputs = np.array([99, *operator.inputs[1:]], np.int32)
 
 
+def _hidden_opcode(model: object) -> None:  # LiteRT runs max(builtin, deprecated builtin)
+    model.operatorCodes[0].deprecatedBuiltinCode = fb.BuiltinOperator.CUSTOM  # type: ignore[attr-defined]
+
+
+def _quantized(model: object) -> None:
+    model.subgraphs[0].tensors[0].quantization = fb.QuantizationParametersT()  # type: ignore[attr-defined]
+
+
+def _offset_buffer(model: object) -> None:  # data elsewhere in the file, unchecked
+    constant = next(b for b in model.buffers if b.data is not None)  # type: ignore[attr-defined]
+    constant.data, constant.offset, constant.size = None, 8, 16
+
+
+def _custom_options(model: object) -> None:
+    model.subgraphs[0].operators[0].customOptions = np.zeros(4, np.uint8)  # type: ignore[attr-defined]
+
+
+def _long_description() -> bytes:
+    """A string length running past the end: the object API reads a short slice and checks
+    nothing in it; LiteRT's flatbuffer verifier refuses the buffer before reading it."""
+    data = bytearray(_bytecode())
+    at = data.index(b"nnrt litert partition") - 4
+    data[at:at + 4] = (len(data) * 4).to_bytes(4, "little")
+    return bytes(data)
+
+
 @pytest.mark.parametrize(("bytecode", "message"), [
     (b"not a flatbuffer", "no TFL3 identifier"),
     (_bytecode()[:40], "does not parse"),
     (_repacked(_bad_opcode), "never writes"),
+    (_repacked(_hidden_opcode), "deprecated builtin code 32 for builtin 0"),
     (_repacked(_short_buffer), "bytes, expected 16"),
     (_repacked(_wild_tensor), "name tensor 99"),
+    (_repacked(_quantized), "tensor 0 sets quantization"),
+    (_repacked(_offset_buffer), r"buffer \d sets offset"),
+    (_repacked(_custom_options), "operator 0 sets customOptions"),
+    (_long_description(), "LiteRT refused .* not a valid Flatbuffer"),
 ])
 def test_untrusted_bytecode_is_checked_before_litert_sees_it(bytecode: bytes,
                                                              message: str) -> None:
     with pytest.raises(nnrt.BadData, match=message):
         LitertDispatch().load(bytecode, "main")
+
+
+def test_checked_bytecode_reaches_litert_as_it_is() -> None:
+    bytecode = _bytecode()
+    executable = LitertDispatch().load(bytecode, "main")
+    assert executable.interpreter._model_content is bytecode  # neither copied nor re-packed
 
 
 def test_valid_bytecode_loads_and_runs() -> None:
@@ -258,7 +440,7 @@ def test_what_litert_does_not_take_falls_back_to_another_step() -> None:
 
     async def run() -> None:
         async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
-            compiled = await rt.compile(model)
+            compiled = await rt.compile(model, step_cost=0)  # each operation where it runs
             drivers = [o.driver for o in compiled.placement().operations]
             assert drivers == ["litert", "litert", "reference"] and compiled.steps == 2
             (out,) = await compiled.execute([x_value])

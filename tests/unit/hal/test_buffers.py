@@ -15,6 +15,7 @@ from nnrt.hal.buffers import (
     RoleOperand,
     check_roles,
 )
+from nnrt.hal.discovery import load_driver
 from nnrt.model.builder import ModelBuilder
 from nnrt.model.operand import ChannelQuant, Operand
 from nnrt.model.types import OperandType as T
@@ -146,6 +147,21 @@ def test_driver_allocate_checks_and_refuses() -> None:
         prepared.release()
         with pytest.raises(nnrt.BadState, match="released"):
             big.allocate(BufferDesc(), [(prepared, "input", 0, 1.0)])
+
+
+def test_a_plugin_driver_keeps_buffers_in_host_memory_its_dispatch_computes_into() -> None:
+    driver = load_driver("cpu")  # any compiler plugin: the adapter allocates
+    with driver.prepare(state_model()) as prepared:
+        buffer = driver.allocate(BufferDesc(), [(prepared, "output", 0, 1.0)])
+        assert isinstance(buffer, HostBuffer) and buffer.spec.dims == (4,)
+        target = buffer.destination((4,))
+        assert target is not None
+        x = np.arange(4, dtype=np.float32)
+        result = prepared.execute([x, x], outputs=[target])
+        assert np.shares_memory(result.outputs[0], target)  # computed in place
+        buffer.write(result.outputs[0])
+        np.testing.assert_array_equal(buffer.read(), x * 2)
+        buffer.release()
 
 
 # -- DeviceBuffer state -------------------------------------------------------------------------

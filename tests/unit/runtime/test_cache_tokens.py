@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import anyio
 import numpy as np
 import pytest
 
 import nnrt
 from nnrt.model.builder import ModelBuilder
+from nnrt.runtime.compile import caching
 from nnrt.runtime.compile.caching import model_token, step_token
+from nnrt.runtime.compile.constants import PlacedConstants, place_constants
 
 APP = bytes(range(32))
 BASE = dict(operations=[0, 1, 2], driver="cpu", version="1.0", preference=1, priority=100)
@@ -67,3 +70,41 @@ def test_step_token_differs_for_the_app_token() -> None:
     assert step_token(other, **BASE) != step_token(APP, **BASE)  # type: ignore[arg-type]
     with pytest.raises(nnrt.BadData, match="32 bytes"):
         step_token(b"short", **BASE)  # type: ignore[arg-type]
+
+
+def _large(weight: float = 0.5) -> nnrt.Model:
+    """A model whose constant (4 KiB) is packed into shared memory for the workers."""
+    return model(weight, dims=(32, 32))
+
+
+def test_constants_are_packed_while_the_token_is_derived() -> None:
+    big = _large()
+    placed, token = anyio.run(lambda: caching.placed_with_token(big, derive_token=True))
+    assert placed.packed is not None
+    with placed.packed:
+        assert token == model_token(big)
+        ((pool, offset, length),) = placed.refs.values()
+        assert pool == placed.packed.id and length == 32 * 32 * 4
+        packed = placed.packed.ndarray(np.float32, (32, 32), offset)
+        assert (packed == 0.5).all()
+        del packed
+    placed, token = anyio.run(lambda: caching.placed_with_token(big, derive_token=False))
+    assert token is None and placed.packed is not None
+    placed.packed.close()
+
+
+def test_a_failed_token_closes_the_packed_constants(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[PlacedConstants] = []
+
+    def place(model: nnrt.Model) -> PlacedConstants:
+        made.append(place_constants(model))
+        return made[-1]
+
+    def fail(model: nnrt.Model) -> bytes:
+        raise nnrt.BadData("model_token: subgraphs nested more than 16 deep")
+
+    monkeypatch.setattr(caching, "place_constants", place)
+    monkeypatch.setattr(caching, "model_token", fail)
+    with pytest.raises(nnrt.BadData, match="nested"):  # as it is: no exception group
+        anyio.run(lambda: caching.placed_with_token(_large(), derive_token=True))
+    assert made[0].packed is not None and made[0].packed.closed

@@ -1,0 +1,106 @@
+"""Writing the operations that move data: reshapes, TRANSPOSE, CONCATENATION, SLICE, GATHER,
+MIRROR_PAD.
+
+RESHAPE, SQUEEZE and EXPAND_DIMS all become a RESHAPE to the output shape resolved at compile
+time (no -1, no negative axes left for TFLite to read differently). CONCATENATION of tensors
+held in NHWC (an NCHW region) concatenates them there, along the permuted axis. SLICE takes
+its resolved size, GATHER and CONCATENATION their axis made non-negative; MIRROR_PAD's mode 0
+is TFLite's REFLECT and 1 its SYMMETRIC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as fb
+
+from nnrt.drivers.litert.writer import TO_NHWC, Writer
+from nnrt.model.types import OperationType
+from nnrt.ops._framework.context import OperationContext
+
+__all__ = ["BUILTINS", "WRITERS"]
+
+Op = OperationType
+B = fb.BuiltinOperator
+#: NNAPI MIRROR_PAD mode -> TFLite's.
+_MIRROR_MODES = {0: fb.MirrorPadMode.REFLECT, 1: fb.MirrorPadMode.SYMMETRIC}
+
+
+def write_reshape(writer: Writer, ctx: OperationContext) -> None:
+    """RESHAPE, SQUEEZE, EXPAND_DIMS: a RESHAPE to the resolved output shape."""
+    op, index = ctx.operation, ctx.index
+    dims = np.asarray(writer.model.inferred_dims[op.outputs[0]], np.int32)
+    shape = writer.constant(f"shape_{index}", dims)
+    options = fb.ReshapeOptionsT()
+    options.newShape = dims
+    writer.operator(B.RESHAPE, [writer.tensor(op.inputs[0]), shape],
+                    [writer.tensor(op.outputs[0])], fb.BuiltinOptions.ReshapeOptions, options)
+
+
+def write_transpose(writer: Writer, ctx: OperationContext) -> None:
+    """TRANSPOSE by the permutation given, or reversing the dims when it is omitted."""
+    op = ctx.operation
+    rank = len(writer.model.inferred_dims[op.inputs[0]])
+    given = ctx.constant(1) if not ctx.is_omitted(1) else None
+    perm = (np.asarray(given, np.int32).reshape(-1) if given is not None
+            else np.arange(rank - 1, -1, -1, dtype=np.int32))
+    order = writer.constant(f"perm_{ctx.index}", perm)
+    writer.operator(B.TRANSPOSE, [writer.tensor(op.inputs[0]), order],
+                    [writer.tensor(op.outputs[0])], fb.BuiltinOptions.TransposeOptions,
+                    fb.TransposeOptionsT())
+
+
+def write_concatenation(writer: Writer, ctx: OperationContext) -> None:
+    """CONCATENATION along the axis (permuted when the inputs are held in NHWC)."""
+    op = ctx.operation
+    data = list(op.inputs[:-1])
+    output = op.outputs[0]
+    rank = len(writer.model.inferred_dims[output])
+    axis = int(ctx.scalar(len(op.inputs) - 1)) % rank
+    nhwc = writer.in_nhwc(data, output)
+    options = fb.ConcatenationOptionsT()
+    options.axis = TO_NHWC.index(axis) if nhwc else axis
+    inputs = [writer.nhwc_tensor(k) if nhwc else writer.tensor(k) for k in data]
+    writer.operator(B.CONCATENATION, inputs, [writer.output(output, nhwc)],
+                    fb.BuiltinOptions.ConcatenationOptions, options)
+
+
+def write_slice(writer: Writer, ctx: OperationContext) -> None:
+    """SLICE from ``begin`` with the resolved size (NNAPI's -1 sizes already resolved)."""
+    op, index = ctx.operation, ctx.index
+    begin = writer.constant(f"begin_{index}", np.asarray(ctx.constant(1), np.int32))
+    size = writer.constant(f"size_{index}", np.asarray(
+        writer.model.inferred_dims[op.outputs[0]], np.int32))
+    writer.operator(B.SLICE, [writer.tensor(op.inputs[0]), begin, size],
+                    [writer.tensor(op.outputs[0])], fb.BuiltinOptions.SliceOptions,
+                    fb.SliceOptionsT())
+
+
+def write_gather(writer: Writer, ctx: OperationContext) -> None:
+    """GATHER (input, axis, indices) as TFLite's GATHER (params, indices) with the axis."""
+    op = ctx.operation
+    options = fb.GatherOptionsT()
+    options.axis = int(ctx.scalar(1)) % len(writer.model.inferred_dims[op.inputs[0]])
+    options.batchDims = 0
+    writer.operator(B.GATHER, [writer.tensor(op.inputs[0]), writer.tensor(op.inputs[2])],
+                    [writer.tensor(op.outputs[0])], fb.BuiltinOptions.GatherOptions, options)
+
+
+def write_mirror_pad(writer: Writer, ctx: OperationContext) -> None:
+    """MIRROR_PAD with the constant paddings, REFLECT (mode 0) or SYMMETRIC (mode 1)."""
+    op = ctx.operation
+    options = fb.MirrorPadOptionsT()
+    options.mode = _MIRROR_MODES[int(ctx.scalar(2))]
+    writer.operator(B.MIRROR_PAD, [writer.tensor(op.inputs[0]), writer.tensor(op.inputs[1])],
+                    [writer.tensor(op.outputs[0])], fb.BuiltinOptions.MirrorPadOptions, options)
+
+
+WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
+    Op.RESHAPE: write_reshape, Op.SQUEEZE: write_reshape, Op.EXPAND_DIMS: write_reshape,
+    Op.TRANSPOSE: write_transpose, Op.CONCATENATION: write_concatenation,
+    Op.SLICE: write_slice, Op.GATHER: write_gather, Op.MIRROR_PAD: write_mirror_pad,
+}
+#: Every builtin these writers write.
+BUILTINS = frozenset({B.RESHAPE, B.TRANSPOSE, B.CONCATENATION, B.SLICE, B.GATHER,
+                      B.MIRROR_PAD})

@@ -1,0 +1,165 @@
+"""Writing the spatial operations: convolutions, pooling, transposed convolutions, resizing.
+
+Each reads and writes NHWC tensors when the NNAPI operation is NCHW (the layout flag), so an
+NCHW region stays in NHWC across them (:mod:`.writer`). The TFLite form of each window comes
+from :mod:`.geometry`; explicit pads TFLite's SAME / VALID do not give become a PAD (zeros) or
+PADV2 (-inf, for MAX_POOL_2D) before a VALID window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as fb
+
+from nnrt.drivers.litert.geometry import (
+    TransposeWindow,
+    Window,
+    conv_window,
+    pool_window,
+    transpose_conv_window,
+)
+from nnrt.drivers.litert.writer import TO_NHWC, Writer
+from nnrt.errors import OpFailed
+from nnrt.model.types import OperationType
+from nnrt.ops._framework.context import OperationContext
+from nnrt.ops.space_layout import flag
+
+__all__ = ["BUILTINS", "WRITERS"]
+
+Op = OperationType
+_PADDING = {"SAME": fb.Padding.SAME, "VALID": fb.Padding.VALID}
+_BUILTINS = {Op.CONV_2D: fb.BuiltinOperator.CONV_2D,
+             Op.DEPTHWISE_CONV_2D: fb.BuiltinOperator.DEPTHWISE_CONV_2D,
+             Op.AVERAGE_POOL_2D: fb.BuiltinOperator.AVERAGE_POOL_2D,
+             Op.MAX_POOL_2D: fb.BuiltinOperator.MAX_POOL_2D}
+
+
+def _checked(ctx: OperationContext, window: Window | TransposeWindow | str) -> Any:
+    if isinstance(window, str):  # the partition step refused it: never selected
+        raise OpFailed(f"{ctx.where()}: {window}")
+    return window
+
+
+def _conv_options(window: Window, depthwise: bool) -> tuple[int, Any]:
+    options = fb.DepthwiseConv2DOptionsT() if depthwise else fb.Conv2DOptionsT()
+    options.padding = _PADDING[window.padding]
+    options.strideH, options.strideW = window.stride_h, window.stride_w
+    options.dilationHFactor, options.dilationWFactor = window.dilation_h, window.dilation_w
+    options.fusedActivationFunction = window.activation
+    if depthwise:
+        options.depthMultiplier = window.multiplier
+        return fb.BuiltinOptions.DepthwiseConv2DOptions, options
+    return fb.BuiltinOptions.Conv2DOptions, options
+
+
+def _pool_options(window: Window) -> tuple[int, Any]:
+    options = fb.Pool2DOptionsT()
+    options.padding = _PADDING[window.padding]
+    options.strideH, options.strideW = window.stride_h, window.stride_w
+    options.filterHeight, options.filterWidth = window.filter_h, window.filter_w
+    options.fusedActivationFunction = window.activation
+    return fb.BuiltinOptions.Pool2DOptions, options
+
+
+def _source(writer: Writer, operand: int, nchw: bool) -> tuple[int, tuple[int, ...]]:
+    """The input tensor of a window operation, and its dims, in NHWC."""
+    dims = writer.model.inferred_dims[operand]
+    if nchw:
+        return writer.nhwc_tensor(operand), tuple(dims[i] for i in TO_NHWC)
+    return writer.tensor(operand), tuple(dims)
+
+
+def write_window(writer: Writer, ctx: OperationContext) -> None:
+    """A convolution or pooling, the per-channel scale and shift after it folded in."""
+    op = ctx.operation
+    if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
+        window: Window = _checked(ctx, conv_window(ctx))
+        options_type, options = _conv_options(window, op.type == Op.DEPTHWISE_CONV_2D)
+    else:
+        window = _checked(ctx, pool_window(ctx))
+        options_type, options = _pool_options(window)
+    output = writer.result(ctx.index, options)
+    source, dims = _source(writer, op.inputs[0], window.nchw)
+    if window.pads is not None:
+        source = _pad(writer, ctx.index, source, dims, window.pads,
+                      -np.inf if op.type == Op.MAX_POOL_2D else 0.0)
+    inputs = [source]
+    if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
+        inputs += _weights(writer, ctx)
+    writer.operator(_BUILTINS[op.type], inputs, [writer.output(output, window.nchw)],
+                    options_type, options)
+
+
+def _weights(writer: Writer, ctx: OperationContext) -> list[int]:
+    """A convolution's filter and bias tensors: the operands', or the folded constants."""
+    fold = writer.folds.get(ctx.index)
+    if fold is None:
+        return [writer.tensor(k) for k in ctx.operation.inputs[1:3]]
+    return [writer.constant(f"filter_{ctx.index}", fold.filter),
+            writer.constant(f"bias_{ctx.index}", fold.bias)]
+
+
+def _pad(writer: Writer, index: int, source: int, dims: tuple[int, ...],
+         pads: tuple[int, int, int, int], fill: float) -> int:
+    """``source`` (NHWC ``dims``) padded by (top, bottom, left, right) elements of ``fill``."""
+    top, bottom, left, right = pads
+    padded = (dims[0], dims[1] + top + bottom, dims[2] + left + right, dims[3])
+    target = writer.add_tensor(f"padded_{index}", padded)
+    amounts = writer.constant(f"pads_{index}", np.asarray(
+        [[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
+    if fill == 0.0:
+        writer.operator(fb.BuiltinOperator.PAD, [source, amounts], [target],
+                        fb.BuiltinOptions.PadOptions, fb.PadOptionsT())
+    else:
+        value = writer.constant(f"fill_{index}", np.asarray([fill], np.float32))
+        writer.operator(fb.BuiltinOperator.PADV2, [source, amounts, value], [target],
+                        fb.BuiltinOptions.PadV2Options, fb.PadV2OptionsT())
+    return target
+
+
+def write_transpose_conv(writer: Writer, ctx: OperationContext) -> None:
+    """TRANSPOSE_CONV: output shape (NHWC, int32), filter (OHWI as NNAPI's), input, bias."""
+    window: TransposeWindow = _checked(ctx, transpose_conv_window(ctx))
+    options = fb.TransposeConvOptionsT()
+    options.padding = _PADDING[window.padding]
+    options.strideH, options.strideW = window.stride_h, window.stride_w
+    options.fusedActivationFunction = window.activation
+    output = writer.result(ctx.index, options)
+    shape = writer.constant(f"output_shape_{ctx.index}",
+                            np.asarray(window.output_nhwc, np.int32))
+    source, _ = _source(writer, ctx.operation.inputs[0], window.nchw)
+    filt, bias = _weights(writer, ctx)
+    writer.operator(fb.BuiltinOperator.TRANSPOSE_CONV, [shape, filt, source, bias],
+                    [writer.output(output, window.nchw)],
+                    fb.BuiltinOptions.TransposeConvOptions, options)
+
+
+def write_resize_nearest(writer: Writer, ctx: OperationContext) -> None:
+    """RESIZE_NEAREST_NEIGHBOR to the output size resolved here (sizes or scales alike: the
+    source indices depend on the input and output sizes only, by the same rule)."""
+    op = ctx.operation
+    nchw = flag(ctx, 3)
+    options = fb.ResizeNearestNeighborOptionsT()
+    options.alignCorners = flag(ctx, 4)
+    options.halfPixelCenters = flag(ctx, 5)
+    dims = writer.model.inferred_dims[op.outputs[0]]
+    height, width = (dims[2], dims[3]) if nchw else (dims[1], dims[2])
+    size = writer.constant(f"size_{ctx.index}", np.asarray([height, width], np.int32))
+    source, _ = _source(writer, op.inputs[0], nchw)
+    writer.operator(fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, [source, size],
+                    [writer.output(op.outputs[0], nchw)],
+                    fb.BuiltinOptions.ResizeNearestNeighborOptions, options)
+
+
+WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
+    **dict.fromkeys(_BUILTINS, write_window),
+    Op.TRANSPOSE_CONV_2D: write_transpose_conv,
+    Op.RESIZE_NEAREST_NEIGHBOR: write_resize_nearest,
+}
+#: Every builtin these writers write.
+BUILTINS = frozenset({*_BUILTINS.values(), fb.BuiltinOperator.PAD, fb.BuiltinOperator.PADV2,
+                      fb.BuiltinOperator.TRANSPOSE_CONV,
+                      fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR})

@@ -1,0 +1,223 @@
+"""The litert driver through the runtime: its compilation cache (warm compiles, corrupted files
+rebuilt), ahead-of-time ``.nnrt`` files (run without compiling; a tampered flatbuffer refused)
+and device buffers, with real workers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import flatbuffers
+import numpy as np
+import pytest
+
+import nnrt
+from nnrt import BufferDesc, BufferRole
+
+pytest.importorskip("ai_edge_litert", reason="ai-edge-litert has no wheel for this platform")
+
+from ai_edge_litert import schema_py_generated as fb
+
+pytestmark = pytest.mark.anyio
+#: XNNPACK sums in another order than the reference interpreter.
+TOL = {"rtol": 1e-4, "atol": 1e-4}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def integrity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private integrity store for this test's workers."""
+    monkeypatch.setenv("NNRT_INTEGRITY_DIR", str(tmp_path / "integrity"))
+
+
+def mlp(width: int = 1024, layers: int = 4) -> tuple[nnrt.Model, np.ndarray]:
+    """A conv, then ``layers`` FULLY_CONNECTED width x width + RELU (4.2 M parameters)."""
+    rng = np.random.default_rng(11)
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 8, 8, width // 64))
+    h = b.conv2d(x, (rng.standard_normal((width // 64, 3, 3, width // 64)) * 0.1).astype(
+        np.float32), np.zeros(width // 64, np.float32), padding="same", activation="relu")
+    h = b.reshape(h, (1, width))
+    for _ in range(layers):
+        w = (rng.standard_normal((width, width)) * 0.03).astype(np.float32)
+        h = b.relu(b.fully_connected(h, w, np.zeros(width, np.float32)))
+    b.output(h)
+    return b.build(), rng.standard_normal((1, 8, 8, width // 64)).astype(np.float32)
+
+
+async def compile_and_run(model: nnrt.Model, x: np.ndarray, cache: Path
+                          ) -> tuple[float, np.ndarray, nnrt.RuntimeStatistics]:
+    """Seconds to compile ``model`` in a new runtime (workers already up) and run it once."""
+    async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
+        b = nnrt.ModelBuilder()
+        t = b.input("t", (1, 4))
+        b.output(b.relu(t))
+        await (await rt.compile(b.build())).execute([np.ones((1, 4), np.float32)])
+        start = time.perf_counter()
+        compiled = await rt.compile(model, cache_dir=cache)
+        (y,) = await compiled.execute([x])
+        seconds = time.perf_counter() - start
+        assert compiled.device == "litert"
+        return seconds, y, rt.statistics()
+
+
+async def test_a_warm_compile_is_much_faster_than_a_cold_one(tmp_path: Path) -> None:
+    model, x = mlp()
+    expected = nnrt.reference.run(model, [x])[0]
+    colds, warms = [], []
+    for run in range(2):
+        cold, y, stats = await compile_and_run(model, x, tmp_path / f"cache{run}")
+        assert (stats.cache_misses, stats.cache_hits) == (1, 0)
+        np.testing.assert_allclose(y, expected, **TOL)
+        colds.append(cold)
+    for _ in range(2):
+        warm, y, stats = await compile_and_run(model, x, tmp_path / "cache0")
+        assert (stats.cache_misses, stats.cache_hits, stats.cache_load_failures) == (0, 1, 0)
+        np.testing.assert_allclose(y, expected, **TOL)
+        warms.append(warm)
+    # benchmarks/cache.py shows the real ratio (16 M parameters); CI boxes are noisy
+    assert min(warms) < 0.5 * min(colds), (colds, warms)
+
+
+def only(directory: Path, suffix: str) -> Path:
+    (found,) = [p for p in directory.iterdir() if p.name.endswith(suffix)]
+    return found
+
+
+@pytest.mark.parametrize("damage", ["flip weights", "flip header", "truncate"])
+async def test_a_corrupted_data_cache_flatbuffer_is_rejected_and_rebuilt(
+        tmp_path: Path, damage: str) -> None:
+    model, x = mlp(256, 2)
+    expected = nnrt.reference.run(model, [x])[0]
+    cache = tmp_path / "cache"
+    await compile_and_run(model, x, cache)
+    flatbuffer = only(cache, ".data.0")  # the litert plugin keeps its flatbuffer there
+    data = bytearray(flatbuffer.read_bytes())
+    assert data[4:8] == b"TFL3"
+    if damage == "flip weights":
+        data[len(data) // 2] ^= 0x40
+    elif damage == "flip header":
+        data[4] ^= 0xFF
+    else:
+        del data[len(data) // 2:]
+    flatbuffer.write_bytes(bytes(data))
+    _, y, stats = await compile_and_run(model, x, cache)
+    assert (stats.cache_load_failures, stats.cache_misses, stats.cache_hits) == (1, 1, 0)
+    np.testing.assert_allclose(y, expected, **TOL)
+    _, y, stats = await compile_and_run(model, x, cache)  # rebuilt: a hit again
+    assert (stats.cache_load_failures, stats.cache_hits) == (0, 1)
+    np.testing.assert_allclose(y, expected, **TOL)
+
+
+# -- ahead of time -----------------------------------------------------------------------------
+
+def small_cnn() -> tuple[nnrt.Model, np.ndarray]:
+    rng = np.random.default_rng(5)
+    b = nnrt.ModelBuilder()
+    x = b.input("image", (1, 8, 8, 3))
+    y = b.conv2d(x, rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+                 rng.standard_normal(4).astype(np.float32), padding="same", activation="relu")
+    y = b.max_pool2d(y, 2)
+    y = b.reshape(y, (1, 64))
+    y = b.fully_connected(y, rng.standard_normal((10, 64)).astype(np.float32),
+                          np.zeros(10, np.float32))
+    b.output(b.softmax(y))
+    return b.build(), rng.standard_normal((1, 8, 8, 3)).astype(np.float32)
+
+
+@pytest.fixture
+def aot_file(tmp_path: Path) -> Path:
+    """``nnrt compile --driver litert`` of the small CNN."""
+    model, _ = small_cnn()
+    nnrt.save(model, tmp_path / "cnn.nnrt")
+    done = subprocess.run([sys.executable, "-m", "nnrt", "compile", str(tmp_path / "cnn.nnrt"),
+                           "-o", str(tmp_path / "aot.nnrt"), "--driver", "litert"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "for litert" in done.stderr
+    return tmp_path / "aot.nnrt"
+
+
+async def test_an_aot_file_runs_its_embedded_flatbuffer_without_compiling(
+        aot_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = nnrt.load(aot_file)
+    assert model.aot is not None and [r.driver for r in model.aot.dispatches] == ["litert"]
+    assert model.aot.dispatches[0].operations == tuple(range(len(model.operations)))
+    location = model.aot.modules[0]
+    assert bytes(location.memory.view(location.offset, location.length)[4:8]) == b"TFL3"
+    monkeypatch.setenv("NNRT_FORBID_COMPILE", "1")  # the workers may only load bytecode
+    _, x = small_cnn()
+    async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
+        compiled = await rt.compile(model)
+        assert [(s.driver, s.source) for s in compiled.placement().steps] == [("litert", "aot")]
+        (y,) = await compiled.execute([x])
+    np.testing.assert_allclose(y, nnrt.reference.run(small_cnn()[0], [x])[0], **TOL)
+
+
+async def test_a_tampered_embedded_flatbuffer_is_refused(aot_file: Path, tmp_path: Path
+                                                         ) -> None:
+    loaded = nnrt.load(aot_file)
+    assert loaded.aot is not None
+    location = loaded.aot.modules[0]
+    tflite = fb.ModelT.InitFromPackedBuf(bytes(location.memory.view(location.offset,
+                                                                     location.length)), 0)
+    operator = tflite.subgraphs[0].operators[0]
+    operator.inputs = np.array([99, *operator.inputs[1:]], np.int32)  # no such tensor
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(tflite.Pack(builder), file_identifier=b"TFL3")
+    # saved with valid section checksums: only the dispatch's checks can catch it
+    nnrt.save(loaded, tmp_path / "tampered.nnrt", aot=loaded.aot,
+              modules=[bytes(builder.Output())])
+    model = nnrt.load(tmp_path / "tampered.nnrt")
+    async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
+        with pytest.raises(nnrt.BadData, match="litert bytecode: operator 0 inputs name "
+                                               "tensor 99"):
+            await rt.compile(model)
+
+
+# -- device buffers ----------------------------------------------------------------------------
+
+def state_model() -> nnrt.Model:
+    """new_state = relu(state + W x): inputs (x, state), output new_state."""
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 4))
+    state = b.input("state", (1, 4))
+    w = np.arange(16, dtype=np.float32).reshape(4, 4) / 16
+    b.output(b.relu(b.add(state, b.fully_connected(x, w, np.zeros(4, np.float32)))),
+             names=["new_state"])
+    return b.build()
+
+
+async def test_device_buffers_feed_and_receive_a_litert_step() -> None:
+    model = state_model()
+    x = np.array([[1, -2, 3, 0.5]], np.float32)
+    async with nnrt.Runtime(drivers=["litert"], workers=2) as rt:
+        step = await rt.compile(model)
+        other = await rt.compile(model)
+        assert step.device == "litert"
+        roles = dict(input_roles=[BufferRole(step, 1)], output_roles=[BufferRole(step, 0)])
+        a = await rt.allocate(BufferDesc(), **roles)
+        b = await rt.allocate(BufferDesc(), **roles)
+        assert a.fallback is None and rt.statistics().allocate_fallbacks == 0  # in the worker
+        state = np.zeros((1, 4), np.float32)
+        await a.copy_from(state)
+        for k in range(6):  # ping-pong: a buffer may not be input and output of one request
+            src, dst = (a, b) if k % 2 == 0 else (b, a)
+            (result,) = await step.execute([x, src], outputs=[dst])
+            assert result is dst
+            state = nnrt.reference.run(model, [x, state])[0]
+        np.testing.assert_allclose(await a.copy_to(), state, **TOL)
+        with pytest.raises(nnrt.BadData, match="both an input and an output"):
+            await step.execute([x, a], outputs=[a])
+        with pytest.raises(nnrt.BadData, match="input 1"):  # a role of another model
+            await other.execute([x, a])
+        with pytest.raises(nnrt.BadData, match="input 0"):  # not a declared role
+            await step.execute([a, x])
+        (y,) = await step.execute([x, a])  # a valid use still works
+        np.testing.assert_allclose(y, nnrt.reference.run(model, [x, state])[0], **TOL)
