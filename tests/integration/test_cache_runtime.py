@@ -133,7 +133,8 @@ async def test_steps_of_a_plan_are_cached_separately(tmp_path: Path, spy_log: Pa
     for expected in (("prepare", "prepare"), ("prepare_from_cache", "prepare_from_cache")):
         before = len(calls(spy_log))
         async with nnrt.Runtime(drivers=[SPY, "reference"], workers=1) as rt:
-            compiled = await rt.compile(model, cache_dir=tmp_path / "cache")
+            compiled = await rt.compile(model, cache_dir=tmp_path / "cache",
+                                        step_cost=0)
             assert compiled.steps == 3
             (out,) = await compiled.execute([X])
             np.testing.assert_allclose(out, nnrt.reference.run(model, [X])[0], rtol=1e-6)

@@ -298,7 +298,7 @@ async def test_driver_that_cannot_map_a_kind() -> None:
 
 
 def test_sync_facade_with_memory_closed_from_another_thread() -> None:
-    with nnrt.Runtime.sync(workers=1) as rt:
+    with nnrt.Runtime.sync(drivers=["reference"], workers=1) as rt:
         compiled = rt.compile(mul_model((4,)))
         pid = rt._require()[1]._core.backend.pools["reference"].slots[0].process.pid  # type: ignore[union-attr]
         compiled.execute([np.ones(4, np.float32)])

@@ -181,7 +181,8 @@ def _exited(pid: int) -> bool:
 def test_service_killed_clients_fail_fast_and_workers_exit(tmp_path: Path) -> None:
     path = str(tmp_path / "doomed.sock")
     proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
-                             "--workers", "2"], stdout=subprocess.DEVNULL,
+                             "--driver", "reference", "--workers", "2"],
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

@@ -26,6 +26,8 @@ WHEELS = {
                              "silero_vad/data/silero_vad_op18_ifless.onnx")),
     "magika": ("1.0.3", ("magika/models/standard_v3_3/model.onnx",
                          "magika/models/standard_v3_3/config.min.json")),
+    "rapidocr-onnxruntime": ("1.4.4", ("rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+                                       )),
 }
 #: Seconds a download may take in all (pip's own socket timeout is shorter).
 DOWNLOAD_TIMEOUT = 90
@@ -101,6 +103,13 @@ def fetch(package: str) -> Path:
 def silero_dir() -> Path:
     """``silero_vad/data`` of silero-vad 6.2.3."""
     return fetch("silero-vad") / "silero_vad" / "data"
+
+
+@pytest.fixture(scope="session")
+def ppocr_detector() -> Path:
+    """PaddleOCR's PP-OCRv4 text detector as rapidocr-onnxruntime 1.4.4 ships it."""
+    return fetch("rapidocr-onnxruntime") / "rapidocr_onnxruntime" / "models" / \
+        "ch_PP-OCRv4_det_infer.onnx"
 
 
 @pytest.fixture(scope="session")
