@@ -156,7 +156,7 @@ def _litert(model: nnrt.Model, inputs: dict[str, Array], runs: int) -> float | N
     interpreter = Interpreter(model_content=write_partition(model), num_threads=1)
     interpreter.allocate_tensors()
     names = [model.operands[k].name for k in model.inputs]
-    ins = [(d["index"], inputs[name]) for d, name in zip(
+    ins = [(d["index"], np.asarray(inputs[name], d["dtype"])) for d, name in zip(
         interpreter.get_input_details(), names, strict=True)]
     outs = [d["index"] for d in interpreter.get_output_details()]
 
