@@ -62,7 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
     limits = ClientLimits(max_pools=args.max_pools, max_device_bytes=args.max_device_bytes,
                           max_in_flight=args.max_in_flight)
     anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers, limits=limits,
-                            max_queue=args.max_queue))
+                            max_queue=args.max_queue, threads=args.threads))
     return 0
 
 
@@ -104,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "$NNRT_DRIVERS)")
     serve.add_argument("--workers", type=int, default=None, help="workers per driver "
                        "(default: CPU count)")
+    serve.add_argument("--threads", type=int, default=None, help="threads of each worker's "
+                       "kernels: LiteRT's XNNPACK, BLAS, OpenMP (default 1)")
     serve.add_argument("--max-pools", type=int, default=1024,
                        help="shared-memory pools one client may map (default 1024)")
     serve.add_argument("--max-device-bytes", type=int, default=4 << 30,

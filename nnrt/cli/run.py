@@ -156,12 +156,12 @@ class RunResult:
 
 
 async def run_model(model: Model, arrays: Sequence[Array], drivers: Sequence[str],
-                    workers: int, bench: int) -> RunResult:
+                    workers: int, bench: int, threads: int | None = None) -> RunResult:
     """Compile ``model`` through a runtime on ``drivers``, execute it once, then ``bench``
-    more times (timed one by one)."""
+    more times (timed one by one); ``threads`` per worker (None: the runtime's default)."""
     import nnrt  # noqa: PLC0415
 
-    async with nnrt.Runtime(drivers=drivers, workers=workers) as rt:
+    async with nnrt.Runtime(drivers=drivers, workers=workers, threads=threads) as rt:
         compiled = await rt.compile(model)
         started = time.perf_counter()
         outputs = await compiled.execute(list(arrays), copy=True)
@@ -193,6 +193,8 @@ def add_run_parser(commands: Any) -> None:
                      "$NNRT_DRIVERS; the reference driver runs what the others do not take)")
     run.add_argument("--workers", type=int, default=1, help="worker processes per driver "
                      "(default 1)")
+    run.add_argument("--threads", type=int, default=None, help="threads of each worker's "
+                     "kernels: LiteRT's XNNPACK, BLAS, OpenMP (default 1)")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, by name")
     run.add_argument("--bench", type=int, default=0, metavar="N",
                      help="time N warm executions; print p50 / p90 latency")
@@ -224,7 +226,8 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         drivers = args.driver or default_drivers()
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # shown (stderr), never raised
-            result = anyio.run(run_model, model, arrays, drivers, args.workers, args.bench)
+            result = anyio.run(run_model, model, arrays, drivers, args.workers, args.bench,
+                               args.threads)
         _report(model, result, out)
         if args.output:
             _save(model, result.outputs, args.output)

@@ -27,6 +27,7 @@ from nnrt.model.types import ExecutionPreference, Priority
 from nnrt.runtime.arena import DEFAULT_ARENA_LIMIT, Arena
 from nnrt.runtime.backends.embedded import EmbeddedBackend
 from nnrt.runtime.backends.pool import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUE
+from nnrt.runtime.backends.process import check_threads
 from nnrt.runtime.buffers import BufferRole, DeviceMemory, check_allocation
 from nnrt.runtime.compile.caching import placed_with_token
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
@@ -67,7 +68,10 @@ class Runtime:
     with ``ResourceExhausted`` (transient; in shared mode the service's bound applies). After
     its last execute, a worker keeps polling for requests ``poll_window`` seconds (default
     250 µs, at most 10 ms; 0: off) before it sleeps, so that a request sent soon after does
-    not pay for waking it up.
+    not pay for waking it up. ``threads`` is what each worker's kernels may use (LiteRT's
+    XNNPACK, BLAS, OpenMP; default one: a pool runs one worker per core, and more threads per
+    worker would contend with the other workers); ignored with ``connect`` (the service's
+    own applies, ``nnrt serve --threads``).
 
     ``rt.memory`` creates shared memories (:class:`nnrt.Memory`) closed with the runtime.
     """
@@ -77,7 +81,7 @@ class Runtime:
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, cancel_grace: float = 5.0,
                  arena_limit: int = DEFAULT_ARENA_LIMIT,
                  max_queue: int = DEFAULT_MAX_QUEUE,
-                 poll_window: float = DEFAULT_POLL_WINDOW) -> None:
+                 poll_window: float = DEFAULT_POLL_WINDOW, threads: int | None = None) -> None:
         if drivers is None:
             drivers = default_drivers()
         if not drivers or isinstance(drivers, str):
@@ -108,6 +112,7 @@ class Runtime:
             raise BadData(f"poll_window must be from 0 to {MAX_POLL_WINDOW} seconds, got "
                           f"{poll_window!r:.40}")
         self._poll_window = float(poll_window)
+        self._threads = check_threads(threads)
         self._workers = per_driver
         self._connect = connect
         self._max_in_flight = max_in_flight
@@ -142,7 +147,7 @@ class Runtime:
             # asking for more cache files than NNAPI allows (32 of each) is refused here
             load_driver(name).cache_files_needed()
         embedded = EmbeddedBackend(self._drivers, self._workers, self._max_in_flight,
-                                   self._cancel_grace, self._poll_window)
+                                   self._cancel_grace, self._poll_window, self._threads)
         for pool in embedded.pools.values():
             pool.max_queue = self._max_queue
         self._tg = anyio.create_task_group()

@@ -25,9 +25,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from nnrt.errors import BadData
-from nnrt.hal.discovery import load_driver
+from nnrt.hal.discovery import default_drivers, load_driver
 from nnrt.runtime.backends.embedded import EmbeddedBackend
 from nnrt.runtime.backends.pool import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUE
+from nnrt.runtime.backends.process import check_threads
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER
 from nnrt.serve.clients import (
     ClientLimits,
@@ -64,25 +65,28 @@ def _is_socket(path: str) -> bool:
     return stat.S_ISSOCK(os.stat(path).st_mode)
 
 
-async def serve(path: str, *, drivers: Sequence[str] = ("reference",),
+async def serve(path: str, *, drivers: Sequence[str] | None = None,
                 workers: dict[str, int] | None = None,
                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                 ready: Callable[[], None] | None = None, limits: ClientLimits | None = None,
-                max_queue: int = DEFAULT_MAX_QUEUE) -> None:
+                max_queue: int = DEFAULT_MAX_QUEUE, threads: int | None = None) -> None:
     """Run the pools and accept clients on ``path`` until SIGTERM / SIGINT or cancellation.
 
-    ``max_in_flight`` bounds the requests sent to one worker, ``max_queue`` those waiting for a
-    worker of one driver (all clients together), ``limits`` what one client may hold.
+    ``drivers`` defaults to :func:`~nnrt.hal.discovery.default_drivers`. ``max_in_flight``
+    bounds the requests sent to one worker, ``max_queue`` those waiting for a worker of one
+    driver (all clients together), ``limits`` what one client may hold, ``threads`` the
+    threads of each worker's kernels (as ``Runtime(threads=...)``).
     """
     limits = limits or ClientLimits()
     count = os.cpu_count() or 1
-    names = list(dict.fromkeys(drivers))
+    threads = check_threads(threads)
+    names = list(dict.fromkeys(default_drivers() if drivers is None else drivers))
     for name in names:  # refused before any worker starts (see Runtime.__aenter__)
         load_driver(name).cache_files_needed()
     if FALLBACK_DRIVER not in names:  # runs what no other driver takes
         names.append(FALLBACK_DRIVER)
     per_driver = {d: (workers or {}).get(d, count) for d in names}
-    backend = EmbeddedBackend(names, per_driver, max_in_flight)
+    backend = EmbeddedBackend(names, per_driver, max_in_flight, threads=threads)
     for pool in backend.pools.values():
         pool.max_queue = max_queue
     listener: socket.socket | None = None

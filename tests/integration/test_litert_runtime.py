@@ -4,6 +4,7 @@ and device buffers, with real workers."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -221,3 +222,41 @@ async def test_device_buffers_feed_and_receive_a_litert_step() -> None:
             await step.execute([a, x])
         (y,) = await step.execute([x, a])  # a valid use still works
         np.testing.assert_allclose(y, nnrt.reference.run(model, [x, state])[0], **TOL)
+
+
+
+def _environ_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [entry.split(b"=", 1) for entry in f.read().split(b"\0") if b"=" in entry]
+    return {k.decode(): v.decode() for k, v in pairs}
+
+
+async def test_threads_per_worker_reach_litert() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 32, 32, 16))
+    rng = np.random.default_rng(1)
+    y = b.conv2d(x, rng.standard_normal((16, 3, 3, 16)).astype(np.float32),
+                 np.zeros(16, np.float32), padding="same")
+    b.output(b.conv2d(y, rng.standard_normal((16, 3, 3, 16)).astype(np.float32),
+                      np.zeros(16, np.float32), padding="same"))
+    model = b.build()
+    feed = rng.standard_normal((1, 32, 32, 16)).astype(np.float32)
+    want = nnrt.reference.run(model, [feed])[0]
+    os_threads = {}
+    for threads in (1, 3):
+        async with nnrt.Runtime(drivers=["litert"], workers=1, threads=threads) as rt:
+            compiled = await rt.compile(model)
+            (out,) = await compiled.execute([feed])
+            np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+            pid = rt._core.backend.pools["litert"].slots[0].process.pid  # type: ignore[union-attr]
+            env = _environ_of(pid)
+            assert env["NNRT_LITERT_THREADS"] == env["OPENBLAS_NUM_THREADS"] == str(threads)
+            os_threads[threads] = len(os.listdir(f"/proc/{pid}/task"))
+    # XNNPACK's thread pool: two more OS threads in the worker given three
+    assert os_threads[3] >= os_threads[1] + 2, os_threads
+
+
+@pytest.mark.parametrize("bad", [0, 65, 1.5, "2", True])
+async def test_bad_thread_counts_are_refused(bad: object) -> None:
+    with pytest.raises(nnrt.BadData, match="threads must be an int from 1 to 64"):
+        nnrt.Runtime(threads=bad)  # type: ignore[arg-type]

@@ -60,9 +60,11 @@ class EmbeddedBackend:
     """Worker pools per driver, scheduling compile and execute requests onto them."""
 
     def __init__(self, drivers: Sequence[str], workers: dict[str, int], max_in_flight: int,
-                 cancel_grace: float = 5.0, poll_window: float | None = None) -> None:
+                 cancel_grace: float = 5.0, poll_window: float | None = None,
+                 threads: int | None = None) -> None:
         self.pools = {name: WorkerPool(name, workers[name], max_in_flight=max_in_flight,
-                                       cancel_grace=cancel_grace, poll_window=poll_window)
+                                       cancel_grace=cancel_grace, poll_window=poll_window,
+                                       threads=threads)
                       for name in drivers}
         self._keys = itertools.count(1)
 

@@ -140,7 +140,8 @@ class WorkerSlot:
                 self.pool.restarts += 1
 
     async def _serve_one(self, on_started: Callable[[], None]) -> None:
-        process = await WorkerProcess.spawn(self.pool.driver, self.pool.poll_window)
+        process = await WorkerProcess.spawn(self.pool.driver, self.pool.poll_window,
+                                            self.pool.threads)
         client = RequestClient(FramedSocket(process.sock))
         client.on_load_report = self.on_load_report
         try:
@@ -316,10 +317,12 @@ class WorkerPool:
     def __init__(self, driver: str, workers: int, *,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                  cancel_grace: float = 5.0, max_queue: int = DEFAULT_MAX_QUEUE,
-                 poll_window: float | None = None) -> None:
+                 poll_window: float | None = None, threads: int | None = None) -> None:
         self.driver = driver
         #: The workers' polling window in seconds (None: the service's default).
         self.poll_window = poll_window
+        #: Threads each worker's kernels may use (None: one, or the environment's setting).
+        self.threads = threads
         self.slots = [WorkerSlot(self, i) for i in range(workers)]
         self.max_in_flight = max_in_flight
         self._max_queue = 0

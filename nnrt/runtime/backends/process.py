@@ -12,7 +12,9 @@ from typing import Self
 
 import anyio
 
-__all__ = ["WorkerProcess"]
+from nnrt.errors import BadData
+
+__all__ = ["LITERT_THREADS", "MAX_THREADS", "WorkerProcess", "check_threads"]
 
 #: Seconds a worker gets to exit after its connection closes, and after SIGTERM.
 GRACE_SECONDS = 2.0
@@ -26,10 +28,31 @@ WORKER_THREAD_LIMITS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THRE
                         "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
-def _child_env() -> dict[str, str]:
+#: Environment variable: the LiteRT (XNNPACK) threads of a litert worker (read by
+#: ``nnrt.drivers.litert.dispatch.threads``; named here so that a client need not import LiteRT).
+LITERT_THREADS = "NNRT_LITERT_THREADS"
+#: The most threads one worker's kernels may be given.
+MAX_THREADS = 64
+
+
+def check_threads(value: object) -> int | None:
+    """``value`` as threads per worker (None: the default, one, or what the environment says);
+    ``BadData`` unless None or an int from 1 to :data:`MAX_THREADS`."""
+    if value is None:
+        return None
+    if value.__class__ is not int or not 1 <= value <= MAX_THREADS:
+        raise BadData(f"threads must be an int from 1 to {MAX_THREADS} (threads per worker), "
+                      f"got {value!r:.40}")
+    return value
+
+
+def _child_env(threads: int | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    for name in WORKER_THREAD_LIMITS:
-        env.setdefault(name, "1")
+    for name in (*WORKER_THREAD_LIMITS, LITERT_THREADS):
+        if threads is not None:
+            env[name] = str(threads)
+        elif name != LITERT_THREADS:
+            env.setdefault(name, "1")
     # The child must import what this process imports (source trees, test driver modules).
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     if env.get("PYTHONPATH"):
@@ -55,21 +78,25 @@ class WorkerProcess:
         return self.process.pid
 
     @classmethod
-    async def spawn(cls, driver_spec: str, poll_window: float | None = None) -> Self:
+    async def spawn(cls, driver_spec: str, poll_window: float | None = None,
+                    threads: int | None = None) -> Self:
         """Start a worker serving ``driver_spec`` (runs the blocking spawn in a thread)."""
-        return await anyio.to_thread.run_sync(cls.spawn_blocking, driver_spec, poll_window)
+        return await anyio.to_thread.run_sync(cls.spawn_blocking, driver_spec, poll_window,
+                                              threads)
 
     @classmethod
-    def spawn_blocking(cls, driver_spec: str, poll_window: float | None = None) -> Self:
+    def spawn_blocking(cls, driver_spec: str, poll_window: float | None = None,
+                       threads: int | None = None) -> Self:
         """Start a worker serving ``driver_spec`` (``poll_window``: the service's, in seconds;
-        None: its default)."""
+        None: its default; ``threads``: its kernels' threads, None: one unless the environment
+        says otherwise)."""
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         options = [] if poll_window is None else ["--poll-window", repr(float(poll_window))]
         try:
             process = subprocess.Popen(
                 [sys.executable, "-m", "nnrt.worker", "--driver", driver_spec,
                  "--fd", str(child.fileno()), *options],
-                pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=_child_env(),
+                pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=_child_env(threads),
                 close_fds=True,
             )
         except BaseException:
