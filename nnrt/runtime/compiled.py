@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,8 @@ class CompiledModel:
 
     Made by :meth:`nnrt.Runtime.compile`. A model placed whole on one driver runs as one step;
     a model split across drivers runs its execution plan's steps, independent ones at once.
+    :meth:`release` frees it on the workers at once; a compiled model collected without it is
+    freed by the runtime's next ``compile`` (its workers hold at most a few thousand).
     """
 
     def __init__(self, runtime: Runtime, core: RuntimeCore, model: Model,
@@ -58,6 +61,9 @@ class CompiledModel:
             self._steps = [Step(core, step.outlined.model, ref, priority, key)
                            for step, ref in zip(plan.steps, compilation.refs, strict=True)]
             self._runner = PlanRunner(plan, self._steps, InputBinder(model))
+        # collected without release(): the runtime frees its steps (no reference to self here)
+        self._finalizer = weakref.finalize(
+            self, core.dropped.append, ([step.ref for step in self._steps], constants))
 
     @property
     def device(self) -> str:
@@ -94,6 +100,7 @@ class CompiledModel:
 
     async def release(self) -> None:
         """Free this model on every worker; executing it afterwards raises ``BadState``."""
+        self._finalizer.detach()
         backend = self.core.backend
         if backend is not None:
             for step in self._steps:

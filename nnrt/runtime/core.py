@@ -9,21 +9,22 @@ they run).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import weakref
 from typing import TYPE_CHECKING
 
-from nnrt.errors import BadData, BadState
+from nnrt.errors import BadData, BadState, NnrtError
 from nnrt.memory import Memory
 from nnrt.runtime.memories import MemoryManager
 
 if TYPE_CHECKING:
     from nnrt.runtime.arena import Arena
-    from nnrt.runtime.backends.base import Backend
+    from nnrt.runtime.backends.base import Backend, CompiledRef
     from nnrt.runtime.buffers import DeviceMemory
 
-__all__ = ["RuntimeCore", "deadline_after"]
+__all__ = ["RuntimeCore", "deadline_after", "release_dropped"]
 
 
 class RuntimeCore:
@@ -32,7 +33,7 @@ class RuntimeCore:
     ``backend`` and ``arena`` are set while the runtime runs (None before start and after close).
     """
 
-    __slots__ = ("__weakref__", "arena", "backend", "buffers", "memory", "packed")
+    __slots__ = ("__weakref__", "arena", "backend", "buffers", "dropped", "memory", "packed")
 
     def __init__(self) -> None:
         self.backend: Backend | None = None
@@ -43,6 +44,9 @@ class RuntimeCore:
         self.packed: dict[int, Memory] = {}
         #: Live device memories (freed when the runtime closes: their workers stop).
         self.buffers: weakref.WeakSet[DeviceMemory] = weakref.WeakSet()
+        #: What compiled models collected without ``release()`` left to free: their steps'
+        #: references and packed constants (appended by their finalizers, in any thread).
+        self.dropped: list[tuple[list[CompiledRef], Memory | None]] = []
 
     def require_backend(self) -> Backend:
         """The running backend, or ``BadState`` saying how to start one."""
@@ -50,6 +54,20 @@ class RuntimeCore:
         if backend is None:
             raise BadState("the Runtime is not running: use 'async with nnrt.Runtime() as rt'")
         return backend
+
+
+async def release_dropped(core: RuntimeCore) -> None:
+    """Free on the workers what compiled models collected without ``release()`` held (the
+    runtime calls this before each compile, so a service compiling per request stays bounded)."""
+    while core.dropped and core.backend is not None:
+        refs, constants = core.dropped.pop()
+        for ref in refs:
+            if not ref.released:
+                with contextlib.suppress(NnrtError):  # a worker that went away frees nothing
+                    await core.backend.release(ref)
+        if constants is not None:
+            core.packed.pop(constants.id, None)
+            constants.close()
 
 
 def deadline_after(timeout: float | None) -> float | None:

@@ -33,7 +33,7 @@ from nnrt.runtime.compile.caching import placed_with_token
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
 from nnrt.runtime.compiled import CompiledModel
-from nnrt.runtime.core import RuntimeCore, deadline_after
+from nnrt.runtime.core import RuntimeCore, deadline_after, release_dropped
 from nnrt.runtime.stats import RuntimeStatistics
 
 if TYPE_CHECKING:
@@ -186,6 +186,7 @@ class Runtime:
         for packed in core.packed.values():
             packed.close()
         core.packed.clear()
+        core.dropped.clear()  # the workers that held them stop now
         if core.arena is not None:
             core.arena.close()
         self.memory.close()
@@ -222,6 +223,7 @@ class Runtime:
         backend = self._core.require_backend()
         if not isinstance(model, Model):
             raise BadData(f"compile expects an nnrt.Model, got {type(model).__name__}")
+        await release_dropped(self._core)
         if not model.finished:
             raise BadState("compile: the model is not finished (call model.finish())")
         pref = ExecutionPreference(int(preference))
