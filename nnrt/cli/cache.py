@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -57,6 +58,9 @@ def run_cache(args: argparse.Namespace, out: TextIO, err: TextIO,
         except NnrtError:
             if args.cache_command == "clear" and args.stores:
                 return _clear_stores(args, out, versions or installed_versions)
+            if not os.path.lexists(path):  # nothing was ever cached there: not an error
+                print(f"{path}: no cache yet (nothing has been cached there)", file=out)
+                return 0
             raise
         if args.cache_command == "ls":
             return _ls(directory, out)

@@ -1,11 +1,19 @@
 """Entry point of the ``nnrt`` command: demo, serve, drivers, ops, run, inspect, compile, cache,
-stress, version."""
+stress, version.
+
+Exit codes: 0 done; 1 an error (one line on stderr: what, where, why) or, for ``stress`` and
+``cache verify``, something found wrong; 2 a usage error (argparse); 130 interrupted (Ctrl-C,
+after cleanup: workers stopped, temporary files removed). A bare ``nnrt`` prints the help.
+Warnings (such as a model splitting into many partitions) print as one ``warning:`` line.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 from nnrt.cli.cache import add_cache_parser
 from nnrt.cli.inspect import add_inspect_parser
@@ -87,10 +95,19 @@ def _version(_: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: TextIO | None = None, line: str | None = None) -> None:
+    """``warnings.showwarning`` for the command line: ``warning: <message>``, no source line."""
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``nnrt`` command line; returns the exit code."""
+    """Run the ``nnrt`` command line; returns the exit code (see the module docstring)."""
+    from nnrt._version import __version__  # noqa: PLC0415
+
     parser = argparse.ArgumentParser(prog="nnrt", description="nnrt neural-network runtime")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"nnrt {__version__}")
+    commands = parser.add_subparsers(dest="command")
     commands.add_parser("demo", help="run an example CNN through worker processes, verified "
                         "against numpy").set_defaults(func=_demo)
     ops = commands.add_parser("ops", help="list NNAPI operations and their kernel status")
@@ -136,7 +153,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_stress_parser(commands)
     commands.add_parser("version", help="print the version").set_defaults(func=_version)
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    shown: Any = warnings.showwarning
+    warnings.showwarning = _one_line
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        print(f"nnrt {args.command}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        warnings.showwarning = shown
     return code
 
 

@@ -15,10 +15,11 @@ def add_stress_parser(commands: Any) -> None:
     stress = commands.add_parser(
         "stress", help="mixed traffic from many client processes with workers killed under "
         "it; exit 1 if anything is lost, wrong or leaked")
-    stress.add_argument("--duration", type=float, required=True, help="seconds of traffic")
-    stress.add_argument("--clients", type=int, required=True, help="client processes")
-    stress.add_argument("--kill-every", type=float, required=True, help="SIGKILL a random "
-                        "driver worker every S seconds (0: never)")
+    stress.add_argument("--duration", type=float, default=60.0, help="seconds of traffic "
+                        "(default 60)")
+    stress.add_argument("--clients", type=int, default=4, help="client processes (default 4)")
+    stress.add_argument("--kill-every", type=float, default=5.0, help="SIGKILL a random "
+                        "driver worker every S seconds (0: never; default 5)")
     stress.add_argument("--connect", default=None, metavar="PATH", help="use this running "
                         "service instead of starting one")
     stress.add_argument("--workers", type=int, default=2, help="workers per driver (the "

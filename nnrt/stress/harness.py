@@ -84,33 +84,37 @@ def run_stress(config: StressConfig, command: list[str]) -> StressReport:
     clients: list[_Client] = []
     seen: set[int] = set()
     try:
-        modes = _modes(config)
-        if not all(modes):
-            service = Service(config.connect or str(workdir / "nnrt.sock"),
-                              workers=config.workers, env=env,
-                              owned=config.connect is None)
-            service.start()
-            _settle(service.pid, config.workers * 2)
-        service_fds = procs.fd_count(service.pid) if service else None
-        service_rss = RssSeries(f"service (pid {service.pid})") if service else None
-        for k, embedded in enumerate(modes):
-            clients.append(_start_client(k, embedded, config, service, workdir, env))
-        _drive(config, report, service, clients, service_rss, seen)
-        if service is not None and service_rss is not None:
-            _check_service(report, service, service_fds, config.workers * 2, seen)
-            report.rss.append(service_rss)
-        for client in clients:
-            _collect(report, client)
-            report.rss.append(client.rss)
-    finally:
-        for client in clients:  # only still running after an error in the harness
-            if client.proc.poll() is None:
-                _kill_tree(client.proc.pid)
-                client.proc.wait()
-        if service is not None:
-            code = service.stop()
-            if service.owned and code != 0:
-                report.notes.append(f"nnrt serve exited with {code}: {service.log_tail(500)}")
+        try:
+            modes = _modes(config)
+            if not all(modes):
+                service = Service(config.connect or str(workdir / "nnrt.sock"),
+                                  workers=config.workers, env=env,
+                                  owned=config.connect is None)
+                service.start()
+                _settle(service.pid, config.workers * 2)
+            service_fds = procs.fd_count(service.pid) if service else None
+            service_rss = RssSeries(f"service (pid {service.pid})") if service else None
+            for k, embedded in enumerate(modes):
+                clients.append(_start_client(k, embedded, config, service, workdir, env))
+            _drive(config, report, service, clients, service_rss, seen)
+            if service is not None and service_rss is not None:
+                _check_service(report, service, service_fds, config.workers * 2, seen)
+                report.rss.append(service_rss)
+            for client in clients:
+                _collect(report, client)
+                report.rss.append(client.rss)
+        finally:
+            for client in clients:  # only still running after an error in the harness
+                if client.proc.poll() is None:
+                    _kill_tree(client.proc.pid)
+                    client.proc.wait()
+            if service is not None:
+                code = service.stop()
+                if service.owned and code != 0:
+                    report.notes.append(f"nnrt serve exited with {code}: {service.log_tail(500)}")
+    except KeyboardInterrupt:  # Ctrl-C: the processes are gone, nothing is left to read
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     deadline = time.monotonic() + 10
     while any(procs.is_alive(p) and procs.is_worker(p) for p in seen) and (
             time.monotonic() < deadline):

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
 
 
 def _nnrt(*args: str) -> subprocess.CompletedProcess[str]:
@@ -49,3 +56,135 @@ def test_drivers_lists_the_reference_driver() -> None:
     from nnrt.ops._framework.registry import definitions
 
     assert "cpu" in line and f"{len(definitions())} of {len(OperationType)}" in line
+
+
+def test_a_bare_call_prints_the_help_and_version_is_an_option() -> None:
+    bare = _nnrt()
+    assert bare.returncode == 0 and "usage: nnrt" in bare.stdout and "serve" in bare.stdout
+    version = _nnrt("--version")
+    import nnrt
+
+    assert version.returncode == 0 and version.stdout.strip() == f"nnrt {nnrt.__version__}"
+
+
+def test_cache_ls_on_a_fresh_machine_says_nothing_is_cached(tmp_path: Path) -> None:
+    env = {**os.environ, "NNRT_CACHE_DIR": str(tmp_path / "never-written")}
+    result = subprocess.run([sys.executable, "-m", "nnrt", "cache", "ls"], capture_output=True,
+                            text=True, timeout=60, check=False, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "no cache yet" in result.stdout and not result.stderr
+
+
+def test_stress_has_defaults_for_every_option() -> None:
+    from nnrt.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["stress", "--help"])
+    assert exit_info.value.code == 0
+    import argparse
+
+    from nnrt.cli.stress import add_stress_parser
+
+    parser = argparse.ArgumentParser()
+    add_stress_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["stress", "--duration", "20"])
+    assert (args.duration, args.clients, args.kill_every) == (20.0, 4, 5.0)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_ctrl_c_during_run_bench_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    import numpy as np
+
+    import nnrt
+
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 4))
+    b.output(b.add(x, x))
+    nnrt.save(b.build(), tmp_path / "add.nnrt")
+    np.save(tmp_path / "x.npy", np.ones((1, 4), np.float32))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nnrt", "run", str(tmp_path / "add.nnrt"), "--driver",
+         "reference", "--input", f"x={tmp_path / 'x.npy'}", "--bench", "100000000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _children(proc.pid) and time.monotonic() < deadline:  # workers up
+            time.sleep(0.1)
+        workers = _children(proc.pid)
+        assert workers, "the run never started its workers"
+        time.sleep(1.0)  # benching now
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "nnrt run: interrupted", err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{pid}") for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")], "workers left behind"
+
+
+def test_ctrl_c_during_stress_leaves_no_directory_or_process() -> None:
+    import glob
+
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "nnrt-stress-*")))
+    proc = subprocess.Popen([sys.executable, "-m", "nnrt", "stress", "--duration", "60",
+                             "--clients", "1", "--kill-every", "0", "--mode", "shared"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:  # service, client
+            time.sleep(0.1)
+        children = _children(proc.pid)
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "nnrt stress: interrupted"
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "nnrt-stress-*"))) == before
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{p}") for p in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in children if os.path.exists(f"/proc/{p}")], "processes left behind"
+
+
+def test_a_partition_warning_is_one_line(tmp_path: Path) -> None:
+    import nnrt
+
+    b = nnrt.ModelBuilder()
+    y = b.input("x", (1, 512, 512))  # large enough that acme's speed pays for every step
+    for _ in range(6):
+        y = b.tanh(b.add(y, y))
+    b.output(y)
+    nnrt.save(b.build(), tmp_path / "split.nnrt")
+    vendor = str(Path(__file__).resolve().parents[2] / "examples" / "vendor_plugin")
+    env = {**os.environ, "PYTHONPATH": vendor}
+    result = subprocess.run(
+        [sys.executable, "-m", "nnrt", "run", str(tmp_path / "split.nnrt"), "--random-inputs",
+         "--driver", "acme_npu:make_driver", "--driver", "reference"],
+        capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines == ["warning: the model splits into 12 partitions over 2 drivers; every "
+                     "boundary between them costs a round trip (see compiled.placement())"]
