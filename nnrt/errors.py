@@ -18,6 +18,7 @@ __all__ = [
     "OpFailed",
     "OutputInsufficientSize",
     "ResourceExhausted",
+    "first_error",
     "UnavailableDevice",
     "Unmappable",
     "Unsupported",
@@ -88,3 +89,18 @@ class ResourceExhausted(NnrtError, MemoryError):
 
 class CacheError(NnrtError, OSError):
     """Raised when the compilation cache cannot be used (bad directory, token, or store)."""
+
+
+def first_error(group: BaseExceptionGroup[BaseException],
+                kinds: tuple[type[BaseException], ...] = (NnrtError,)) -> BaseException:
+    """The first exception of one of ``kinds`` inside nested exception groups (else the first
+    exception): what a task group's failure means to its caller."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        error = pending.pop(0)
+        if isinstance(error, BaseExceptionGroup):
+            pending[:0] = error.exceptions
+        else:
+            leaves.append(error)
+    return next((e for e in leaves if isinstance(e, kinds)), leaves[0])

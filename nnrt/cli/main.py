@@ -60,6 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio  # noqa: PLC0415
 
+    from nnrt.errors import NnrtError, first_error  # noqa: PLC0415
     from nnrt.serve.server import ClientLimits, serve  # noqa: PLC0415
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -69,9 +70,20 @@ def _serve(args: argparse.Namespace) -> int:
     workers = {d: args.workers for d in [*drivers, "reference"]} if args.workers else None
     limits = ClientLimits(max_pools=args.max_pools, max_device_bytes=args.max_device_bytes,
                           max_in_flight=args.max_in_flight)
-    anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers, limits=limits,
-                            max_queue=args.max_queue, threads=args.threads))
+    try:
+        anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers, limits=limits,
+                                max_queue=args.max_queue, threads=args.threads))
+    except (NnrtError, OSError) as exc:
+        print(f"nnrt serve: {exc}", file=sys.stderr)
+        return 1
+    except BaseExceptionGroup as group:  # raised inside the service's task group
+        leaf = first_error(group, (NnrtError, OSError))
+        if not isinstance(leaf, NnrtError | OSError):
+            raise
+        print(f"nnrt serve: {leaf}", file=sys.stderr)
+        return 1
     return 0
+
 
 
 def _compile(args: argparse.Namespace) -> int:

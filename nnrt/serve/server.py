@@ -42,15 +42,39 @@ __all__ = ["ClientLimits", "PeerCredentials", "peer_credentials", "serve"]
 
 log = logging.getLogger("nnrt.serve")
 
+def check_socket_path(path: str) -> None:
+    """``BadData`` naming ``path`` unless a service may listen there: its directory exists,
+    and nothing is there but (at most) the stale socket of a service that has stopped — a
+    live service's socket is never taken over."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise BadData(f"cannot listen on {path}: directory {parent} does not exist")
+    if not os.path.lexists(path):
+        return
+    if not _is_socket(path):
+        raise BadData(f"cannot listen on {path}: it exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(path)
+    except OSError:
+        return  # nobody listens: a stale socket, replaced when the service starts
+    finally:
+        probe.close()
+    raise BadData(f"cannot listen on {path}: a service is already listening there")
+
+
 def _listen(path: str) -> socket.socket:
+    check_socket_path(path)
     with contextlib.suppress(FileNotFoundError):
-        if os.path.exists(path) and not _is_socket(path):
-            raise BadData(f"{path} exists and is not a socket")
         os.unlink(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)  # the socket file is created 0600: only this user may connect
     try:
         sock.bind(path)
+    except OSError as exc:
+        sock.close()
+        raise BadData(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
@@ -62,7 +86,7 @@ def _listen(path: str) -> socket.socket:
 def _is_socket(path: str) -> bool:
     import stat  # noqa: PLC0415
 
-    return stat.S_ISSOCK(os.stat(path).st_mode)
+    return stat.S_ISSOCK(os.lstat(path).st_mode)
 
 
 async def serve(path: str, *, drivers: Sequence[str] | None = None,
@@ -78,6 +102,7 @@ async def serve(path: str, *, drivers: Sequence[str] | None = None,
     threads of each worker's kernels (as ``Runtime(threads=...)``).
     """
     limits = limits or ClientLimits()
+    check_socket_path(path)  # before any worker starts: a clear error, nothing to stop
     count = os.cpu_count() or 1
     threads = check_threads(threads)
     names = list(dict.fromkeys(default_drivers() if drivers is None else drivers))

@@ -188,3 +188,39 @@ def test_a_partition_warning_is_one_line(tmp_path: Path) -> None:
     lines = result.stderr.strip().splitlines()
     assert lines == ["warning: the model splits into 12 partitions over 2 drivers; every "
                      "boundary between them costs a round trip (see compiled.placement())"]
+
+
+def test_serve_refuses_a_path_it_cannot_use_in_one_line(tmp_path: Path) -> None:
+    regular = tmp_path / "file.sock"
+    regular.write_text("not a socket")
+    for path, why in ((regular, "it exists and is not a socket"),
+                      (tmp_path / "missing" / "a.sock", "does not exist")):
+        result = _nnrt("serve", "--socket", str(path), "--driver", "reference")
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.strip().splitlines() == [
+            f"nnrt serve: cannot listen on {path}: " + (
+                why if path == regular else f"directory {path.parent} {why}")]
+    assert regular.read_text() == "not a socket"  # untouched
+
+
+def test_a_second_serve_leaves_the_live_service_alone(tmp_path: Path) -> None:
+    import socket as sockets
+
+    path = str(tmp_path / "a.sock")
+    first = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
+                              "--driver", "reference", "--workers", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = _nnrt("serve", "--socket", path, "--driver", "reference")
+        assert second.returncode == 1
+        assert second.stderr.strip() == (f"nnrt serve: cannot listen on {path}: a service is "
+                                         "already listening there")
+        with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as probe:
+            probe.connect(path)  # the first service still answers on its socket
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+    assert first.returncode == 0

@@ -12,7 +12,14 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from nnrt.errors import BadData, DeadlineMissed, NnrtError, UnavailableDevice, Unsupported
+from nnrt.errors import (
+    BadData,
+    DeadlineMissed,
+    NnrtError,
+    UnavailableDevice,
+    Unsupported,
+    first_error,
+)
 from nnrt.memory.source import MemorySource
 from nnrt.runtime.backends.base import CompiledRef, PreparedKey, execute_body
 from nnrt.runtime.backends.channel import RequestClient
@@ -41,21 +48,6 @@ class BufferHandle:
                                     "contents are lost (allocate a new one)")
 
 
-def _leaf(group: BaseExceptionGroup[Any]) -> BaseException:
-    """The first nnrt error inside nested exception groups (else the first exception)."""
-    leaves: list[BaseException] = []
-
-    def walk(error: BaseException) -> None:
-        if isinstance(error, BaseExceptionGroup):
-            for inner in error.exceptions:
-                walk(inner)
-        else:
-            leaves.append(error)
-
-    walk(group)
-    return next((e for e in leaves if isinstance(e, NnrtError)), leaves[0])
-
-
 class EmbeddedBackend:
     """Worker pools per driver, scheduling compile and execute requests onto them."""
 
@@ -76,7 +68,7 @@ class EmbeddedBackend:
                 for pool in self.pools.values():
                     starting.start_soon(pool.start, tg)
         except BaseExceptionGroup as group:
-            raise _leaf(group) from group
+            raise first_error(group) from group
 
     def close(self) -> None:
         """Stop every pool (workers are reaped by their supervisors)."""
