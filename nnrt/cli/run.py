@@ -66,8 +66,11 @@ def parse_inputs(items: Sequence[str] | None) -> dict[str, Array]:
             raise BadData(f"--input: {name!r} is given twice")
         try:
             loaded = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise BadData(f"--input {name}={path}: not a .npy array file ({exc})") from None
+        except FileNotFoundError:
+            raise BadData(f"--input {name}={path}: no such file") from None
+        except (ValueError, OSError, EOFError):  # numpy's pickle hint is no help here
+            raise BadData(f"--input {name}={path}: not a .npy array file (write one with "
+                          "numpy.save)") from None
         if not isinstance(loaded, np.ndarray):
             loaded.close()  # an .npz archive
             raise BadData(f"--input {name}={path}: expected one array (.npy), got an archive")

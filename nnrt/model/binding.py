@@ -48,7 +48,12 @@ class _InputSlot:
 
     @property
     def where(self) -> str:
-        """``input 0 (operand 3, TENSOR_FLOAT32[1, 4])``: the prefix of error messages."""
+        """``input 'x' (input 0, operand 3, TENSOR_FLOAT32[1, 4])`` (``input 0 (operand 3,
+        ...)`` when unnamed): the prefix of error messages, naming the input as the caller
+        does."""
+        if self.operand.name:
+            return (f"input {self.operand.name!r} (input {self.position}, operand {self.index}, "
+                    f"{self.operand.describe()})")
         return f"input {self.position} (operand {self.index}, {self.operand.describe()})"
 
     def check(self, value: Any) -> Array:
@@ -99,7 +104,7 @@ class InputBinder:
         else:
             ordered = list(inputs)
         if len(ordered) != len(slots):
-            raise BadData(f"expected {len(slots)} inputs, got {len(ordered)}")
+            raise BadData(f"expected {len(slots)} inputs{self._names()}, got {len(ordered)}")
         checked = []
         for slot, value in zip(slots, ordered, strict=True):
             if (slot.exact and value.__class__ is np.ndarray and (
@@ -117,8 +122,18 @@ class InputBinder:
             return self._order(inputs)
         ordered = list(inputs)
         if len(ordered) != len(self._slots):
-            raise BadData(f"expected {len(self._slots)} inputs, got {len(ordered)}")
+            raise BadData(f"expected {len(self._slots)} inputs{self._names()}, got "
+                          f"{len(ordered)}")
         return ordered
+
+    def _names(self) -> str:
+        """`` (x, state, sr)``: the inputs' names in order, when every input has one."""
+        names = [slot.operand.name or "" for slot in self._slots]
+        return f" ({', '.join(names)})" if names and all(names) else ""
+
+    def _label(self, position: int) -> str:
+        name = self._slots[position].operand.name
+        return repr(name) if name else str(position)
 
     def _order(self, inputs: Mapping[int | str, Any]) -> list[Any]:
         count = len(self._slots)
@@ -130,5 +145,8 @@ class InputBinder:
             by_position[position] = value
         missing = [p for p in range(count) if p not in by_position]
         if missing:
-            raise BadData(f"inputs {missing} are missing (the model has {count} inputs)")
+            which = ", ".join(self._label(p) for p in missing)
+            raise BadData(f"input{'s' if len(missing) > 1 else ''} {which} "
+                          f"{'are' if len(missing) > 1 else 'is'} missing (the model's inputs: "
+                          f"{', '.join(self._label(p) for p in range(count))})")
         return [by_position[p] for p in range(count)]

@@ -110,6 +110,13 @@ def test_run_errors_name_what_is_wrong(files: dict[str, Path]) -> None:
     assert unknown.returncode == 1 and "'y'" in unknown.stderr, unknown.stderr
     shape = _nnrt("run", files["mlp"], "--input-shape", "x=2by8", "--random-inputs")
     assert shape.returncode == 1 and "--input-shape 'x=2by8'" in shape.stderr
+    garbage = files["dir"] / "garbage.txt"
+    garbage.write_text("not an array")
+    for value, why in ((garbage, "not a .npy array file (write one with numpy.save)"),
+                       (files["dir"] / "absent.npy", "no such file")):
+        bad = _nnrt("run", files["mlp"], "--input", f"x={value}")
+        assert bad.returncode == 1
+        assert bad.stderr.strip() == f"nnrt run: --input x={value}: {why}", bad.stderr
 
 
 def test_inspect_prints_the_graph_and_the_placement(files: dict[str, Path]) -> None:

@@ -199,11 +199,13 @@ def test_service_killed_clients_fail_fast_and_workers_exit(tmp_path: Path) -> No
                 proc.kill()
                 proc.wait()
                 start = time.monotonic()
-                with pytest.raises(nnrt.UnavailableDevice):
+                with pytest.raises(nnrt.UnavailableDevice) as lost:
                     with anyio.fail_after(5):
                         while True:  # the first call may race the kill; none may hang
                             await compiled.execute([X])
                 assert time.monotonic() - start < 5
+                # the message names who went away: the service, not "the worker"
+                assert f"the nnrt service at {path}" in str(lost.value), lost.value
 
         anyio.run(client)
         deadline = time.monotonic() + 10

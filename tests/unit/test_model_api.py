@@ -173,7 +173,7 @@ def test_inputs_by_name_index_and_position() -> None:
 
 
 @pytest.mark.parametrize(("inputs", "match"), [
-    ([], "expected 1 inputs, got 0"),
+    ([], r"expected 1 inputs \(a\), got 0"),
     ([np.ones((3, 2), np.float32)], "does not match the declared dims"),
     ([np.ones((2, 2), np.complex64)], "expected numeric data"),
     ([np.array([["a", "b"], ["c", "d"]])], "numeric"),

@@ -45,6 +45,8 @@ class FramedSocket:
     """Owns a connected stream socket; sends and receives msgpack frames asynchronously."""
 
     def __init__(self, sock: socket.socket, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        #: Who is at the other end, for error messages (set by :class:`RequestClient`).
+        self.peer = "the worker"
         sock.setblocking(False)
         self.sock = sock
         self.max_frame = max_frame
@@ -162,7 +164,7 @@ class FramedSocket:
         except BlockingIOError:
             return 0
         except OSError as exc:
-            raise UnavailableDevice(f"send failed: {exc}") from None
+            raise UnavailableDevice(f"sending to {self.peer} failed: {exc}") from None
 
     async def _flush(self) -> None:
         async with self._flush_lock:
@@ -173,7 +175,7 @@ class FramedSocket:
                 except BlockingIOError:
                     continue
                 except OSError as exc:
-                    raise UnavailableDevice(f"send failed: {exc}") from None
+                    raise UnavailableDevice(f"sending to {self.peer} failed: {exc}") from None
                 del self._outbox[:sent]
 
     async def receive_loop(self, handle: Callable[[Any], Awaitable[None] | None]) -> None:
@@ -267,8 +269,10 @@ class RequestClient:
     backends (trio) a receive task does the same through anyio.
     """
 
-    def __init__(self, framed: FramedSocket) -> None:
+    def __init__(self, framed: FramedSocket, peer: str = "the worker") -> None:
         self.framed = framed
+        #: Who answers (in messages when the connection ends): a worker, or a shared service.
+        self.peer = framed.peer = peer
         self._ids = itertools.count(1)
         self._pending: dict[int, _Waiter] = {}
         self.lost: str | None = None
@@ -289,14 +293,14 @@ class RequestClient:
 
     async def run(self) -> None:
         """Receive responses until the connection ends, then fail what is pending."""
-        reason = "the worker closed the connection"
+        reason = f"{self.peer} closed the connection"
         try:
             if _running_asyncio():
                 reason = await self._run_asyncio()
             else:
                 await self.framed.receive_loop(self._on_message)
         except ProtocolError as exc:
-            reason = f"protocol error from the worker: {exc}"
+            reason = f"protocol error from {self.peer}: {exc}"
             log.warning("%s", reason)
         finally:
             self._fail_all(reason)
@@ -315,7 +319,7 @@ class RequestClient:
             except BlockingIOError:
                 return
             except ProtocolError as exc:
-                finish(f"protocol error from the worker: {exc}")
+                finish(f"protocol error from {self.peer}: {exc}")
                 return
             except OSError:
                 count = 0
@@ -323,10 +327,10 @@ class RequestClient:
                 for message in framed.reader.messages():
                     self._on_message(message)
             except ProtocolError as exc:
-                finish(f"protocol error from the worker: {exc}")
+                finish(f"protocol error from {self.peer}: {exc}")
                 return
             if count == 0:
-                finish("the worker closed the connection")
+                finish(f"{self.peer} closed the connection")
 
         registered = True
 

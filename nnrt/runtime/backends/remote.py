@@ -47,7 +47,7 @@ class RemoteBackend:
             sock.close()
             raise UnavailableDevice(f"cannot connect to nnrt service at {self.path}: {exc}"
                                     ) from None
-        client = RequestClient(FramedSocket(sock))
+        client = RequestClient(FramedSocket(sock), peer=f"the nnrt service at {self.path}")
         self._client = client
         tg.start_soon(client.run)
         hello = await client.request(

@@ -124,4 +124,5 @@ def test_the_command_in_a_real_process(populated: tuple[Path, Path]) -> None:
     missing = subprocess.run([sys.executable, "-c", code, "ls", "--dir",
                               str(cache_dir / "nope")], capture_output=True, text=True,
                              timeout=60, check=False)
-    assert missing.returncode == 1 and "No such file" in missing.stderr
+    # a directory nothing was ever cached in is not an error (a fresh machine)
+    assert missing.returncode == 0 and "no cache yet" in missing.stdout, missing.stderr

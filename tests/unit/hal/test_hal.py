@@ -105,12 +105,12 @@ def test_reference_driver_reports_unsupported_like_reference_run(driver: Referen
 
 
 @pytest.mark.parametrize(("inputs", "message"), [
-    ([], "expected 1 inputs, got 0"),
-    ([ONES, ONES], "expected 1 inputs, got 2"),
-    ([np.ones((1, 5), np.float32)], r"input 0 .*: shape \(1, 5\) does not match"),
+    ([], r"expected 1 inputs \(x\), got 0"),
+    ([ONES, ONES], r"expected 1 inputs \(x\), got 2"),
+    ([np.ones((1, 5), np.float32)], r"input 'x' \(input 0, .*: shape \(1, 5\) does not match"),
     ([np.ones((1, 4), np.complex64)], "expected numeric data"),
     ([[["a", "b", "c", "d"]]], "expected numeric data"),
-    ([None], "input 0 .*: no value given"),
+    ([None], r"input 'x' \(input 0, .*: no value given"),
 ])
 def test_bad_inputs_are_bad_data(driver: ReferenceDriver, inputs: list[object],
                                  message: str) -> None:

@@ -68,8 +68,8 @@ def test_inputs_not_in_exact_form_get_the_general_checks(value: Any) -> None:
 
 
 @pytest.mark.parametrize(("inputs", "message"), [
-    ([np.ones((2, 3), np.float32)], "expected 2 inputs, got 1"),
-    ([np.ones((2, 3), np.float32)] * 3, "expected 2 inputs, got 3"),
+    ([np.ones((2, 3), np.float32)], r"expected 2 inputs \(x, y\), got 1"),
+    ([np.ones((2, 3), np.float32)] * 3, r"expected 2 inputs \(x, y\), got 3"),
     ([np.ones((3, 2), np.float32), np.ones((2, 3), np.float32)], "input 0"),
     ([np.ones((2, 3), np.float32), _RaisingDtype()], "input 1"),
     ([np.ones((2, 3), np.float32), None], "input 1"),
@@ -101,3 +101,13 @@ def test_plan_results_static_and_dynamic_shapes() -> None:
         (out,) = dynamic.execute([np.zeros((rows, 3), np.float32)])
         assert out.shape == (rows, 3)
         np.testing.assert_array_equal(out, np.ones((rows, 3), np.float32))
+
+
+def test_missing_inputs_are_named_as_the_caller_names_them() -> None:
+    binder = InputBinder(_two_input_model())
+    with pytest.raises(nnrt.BadData, match=r"^input 'y' is missing \(the model's inputs: 'x', "
+                                           r"'y'\)$"):
+        binder.bind({"x": np.ones((2, 3), np.float32)})
+    with pytest.raises(nnrt.BadData, match=r"^input 'x' \(input 0, operand 0, "
+                                           r"TENSOR_FLOAT32\[2, 3\]\): shape \(3, 2\)"):
+        binder.bind({"x": np.ones((3, 2), np.float32), "y": np.ones((2, 3), np.float32)})
