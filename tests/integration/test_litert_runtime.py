@@ -224,6 +224,59 @@ async def test_device_buffers_feed_and_receive_a_litert_step() -> None:
         np.testing.assert_allclose(y, nnrt.reference.run(model, [x, state])[0], **TOL)
 
 
+# -- float16 ------------------------------------------------------------------------------------
+
+def float16_model() -> nnrt.Model:
+    """A float16 conv, pool, classifier and softmax, its logits also cast to float32; and
+    new_state = relu(state + W x) in float16."""
+    rng = np.random.default_rng(16)
+    b = nnrt.ModelBuilder()
+    image = b.input("image", (2, 8, 8, 3), "float16")
+    x = b.input("x", (1, 4), "float16")
+    state = b.input("state", (1, 4), "float16")
+    y = b.conv2d(image, (rng.standard_normal((6, 3, 3, 3)) * 0.5).astype(np.float16),
+                 np.zeros(6, np.float16), padding="same", activation="relu")
+    y = b.reshape(b.average_pool2d(y, 2), (2, -1))
+    logits = b.fully_connected(y, (rng.standard_normal((5, 96)) * 0.2).astype(np.float16),
+                               np.zeros(5, np.float16))
+    widened = b.operation(nnrt.OperationType.CAST, logits,
+                          output_types=[nnrt.OperandType.TENSOR_FLOAT32])[0]
+    w = (np.arange(16).reshape(4, 4) / 16).astype(np.float16)
+    new_state = b.relu(b.add(state, b.fully_connected(x, w, np.zeros(4, np.float16))))
+    b.output(b.softmax(logits), widened, new_state)
+    return b.build()
+
+
+async def test_a_float16_model_runs_whole_on_litert_with_float16_arrays() -> None:
+    model = float16_model()
+    rng = np.random.default_rng(17)
+    image = rng.standard_normal((2, 8, 8, 3)).astype(np.float16)
+    x = np.array([[1, -2, 3, 0.5]], np.float16)
+    state = np.zeros((1, 4), np.float16)
+    f16 = {"atol": 5 * 2.0**-10, "rtol": 5 * 2.0**-10}  # the kit's float16 tolerance
+    async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
+        compiled = await rt.compile(model)
+        assert [s.driver for s in compiled.placement().steps] == ["litert"]
+        outputs = await compiled.execute([image, x, state])
+        want = nnrt.reference.run(model, [image, x, state])
+        assert [o.dtype.name for o in outputs] == ["float16", "float32", "float16"]
+        for got, expected in zip(outputs, want, strict=True):
+            np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+                                       **f16)
+        # float16 device buffers in the worker: read as an input, computed into as an output
+        roles = dict(input_roles=[BufferRole(compiled, 2)], output_roles=[BufferRole(compiled, 2)])
+        a = await rt.allocate(BufferDesc(), **roles)
+        b = await rt.allocate(BufferDesc(), **roles)
+        await a.copy_from(state)
+        for k in range(4):
+            src, dst = (a, b) if k % 2 == 0 else (b, a)
+            await compiled.execute([image, x, src], outputs=[None, None, dst])
+            state = nnrt.reference.run(model, [image, x, state])[2]
+        got_state = await a.copy_to()
+        assert got_state.dtype == np.float16
+        np.testing.assert_allclose(got_state.astype(np.float64), state.astype(np.float64), **f16)
+
+
 
 def _environ_of(pid: int) -> dict[str, str]:
     with open(f"/proc/{pid}/environ", "rb") as f:

@@ -4,13 +4,19 @@ The bytecode comes from a cache file or a ``.nnrt`` model file, so it is untrust
 parses it in Python first (LiteRT's own object API over the flatbuffer; constant buffers stay
 numpy views of the bytes) and checks what the native loader would trust — one subgraph,
 tensor, buffer and operator-code indices in range, only the builtins the compiler writes,
-float32/int32 tensors of bounded rank whose constant bytes match their shapes, no field the
-compiler never writes — then hands LiteRT those same bytes, whose flatbuffer structure
-(every offset and length) LiteRT's interpreter verifies before it reads them. Nothing is
-copied or re-packed: checking the 64 MiB flatbuffer of a 16 M-parameter model takes 2 to 4 ms
-(re-packing it took 200). ``invoke`` copies the inputs in and the outputs out (one copy each
-way) around ``Interpreter.invoke``; executables are not shared between threads at once (a
-lock per executable).
+float32/int32/bool (and float16) tensors of bounded rank whose constant bytes match their
+shapes, no field the compiler never writes — then hands LiteRT those same bytes, whose
+flatbuffer structure (every offset and length) LiteRT's interpreter verifies before it reads
+them. Nothing is copied or re-packed: checking the 64 MiB flatbuffer of a 16 M-parameter model
+takes 2 to 4 ms (re-packing it took 200). ``invoke`` copies the inputs in and the outputs out
+(one copy each way) around ``Interpreter.invoke``; executables are not shared between threads
+at once (a lock per executable).
+
+TENSOR_FLOAT16 is computed in float32: the compiler writes a float16 partition input or output
+as a FLOAT32 tensor, and ``invoke`` knows it from the array it is handed (the operand's dtype,
+float16): a float16 input is converted as it is copied in (exactly), a float32 result rounded
+to the float16 output as it is copied out (to nearest even, overflowing to inf) — the same one
+copy each way.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from ai_edge_litert import schema_py_generated as fb
 from nnrt.drivers.litert.flatbuffer import FILE_IDENTIFIER, WRITTEN
 from nnrt.errors import BadData, OpFailed
 from nnrt.hal.plugin import Dispatch
+from nnrt.ops.floats import ignoring_float_errors
 
 __all__ = ["DEFAULT_THREADS", "THREADS", "LitertDispatch", "LitertExecutable", "threads"]
 
@@ -40,7 +47,10 @@ _MAX_THREADS = 64
 _MAX_RANK = 6
 _MAX_BYTES = 1 << 31
 _ALLOWED = WRITTEN
-_ITEMSIZE = {fb.TensorType.FLOAT32: 4, fb.TensorType.INT32: 4, fb.TensorType.BOOL: 1}
+#: The tensor types the compiler writes (FLOAT16 only between the two CASTs rounding a value
+#: to float16), and their sizes.
+_ITEMSIZE = {fb.TensorType.FLOAT32: 4, fb.TensorType.INT32: 4, fb.TensorType.BOOL: 1,
+             fb.TensorType.FLOAT16: 2}
 
 
 def threads() -> int:
@@ -93,6 +103,9 @@ class LitertDispatch(Dispatch):
         interpreter = executable.interpreter
         with executable.lock:
             for index, value in zip(executable.inputs, inputs, strict=True):
+                if value.dtype == np.float16:
+                    _copy_in_float16(interpreter, index, value)
+                    continue
                 if value.dtype == np.uint8:  # TENSOR_BOOL8 as bytes: LiteRT's BOOL is one too
                     value = value.view(np.bool_)
                 interpreter.set_tensor(index, value)
@@ -100,8 +113,21 @@ class LitertDispatch(Dispatch):
                 interpreter.invoke()
             except RuntimeError as exc:
                 raise OpFailed(f"LiteRT failed to run the partition: {exc}") from None
-            for index, target in zip(executable.outputs, outputs, strict=True):
-                np.copyto(target, interpreter.tensor(index)().reshape(target.shape))
+            with ignoring_float_errors():  # a float16 output overflowing is inf, no warning
+                for index, target in zip(executable.outputs, outputs, strict=True):
+                    # a TENSOR_FLOAT16 output (computed in float32) is rounded as it is copied
+                    np.copyto(target, interpreter.tensor(index)().reshape(target.shape),
+                              casting="same_kind")
+
+
+def _copy_in_float16(interpreter: Any, index: int, value: Array) -> None:
+    """Copy a TENSOR_FLOAT16 input into its float32 tensor, converting as it copies (exact:
+    every float16 is a float32)."""
+    tensor = interpreter.tensor(index)()
+    if tensor.dtype != np.float32 or tensor.shape != value.shape:
+        raise BadData(f"litert: a float16 input of shape {value.shape} for tensor {index} of "
+                      f"type {tensor.dtype} and shape {tensor.shape}")
+    np.copyto(tensor, value, casting="same_kind")
 
 
 def _checked(data: bytes) -> bytes:

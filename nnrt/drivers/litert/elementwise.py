@@ -4,9 +4,12 @@ Arithmetic (with its fused activation), MAXIMUM / MINIMUM, POW, EQUAL, SELECT, t
 SQRT and CAST map one to one onto TFLite builtins with NNAPI's (numpy's) broadcasting.
 Each computes in whatever layout its inputs have: in NHWC when one input is held in NHWC (an
 NCHW region) and the others are too or are constants (permuted once here), so a region does not
-leave NHWC for them. MAXIMUM / MINIMUM write their constant input first (see :mod:`.support`:
-a NaN in the other input then propagates as NNAPI specifies). GELU (at its ERF), HARD_SWISH
-(at its ``x + 3``) and SOFTMAX (at its EXP) replace the chains :mod:`.patterns` finds.
+leave NHWC for them. TENSOR_FLOAT16 is computed in float32, but a CAST to or from it goes
+through a FLOAT16 tensor (TFLite's CAST rounds as numpy does, to nearest even, overflowing to
+inf) and EQUAL compares float16 values (:meth:`.Writer.as_float16`). MAXIMUM / MINIMUM write
+their constant input first (see :mod:`.support`: a NaN in the other input then propagates as
+NNAPI specifies). GELU (at its ERF), HARD_SWISH (at its ``x + 3``) and SOFTMAX (at its EXP)
+replace the chains :mod:`.patterns` finds.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from ai_edge_litert import schema_py_generated as fb
 from nnrt.drivers.litert.patterns import Chain
 from nnrt.drivers.litert.writer import TENSOR_TYPES, Writer
 from nnrt.errors import OpFailed
-from nnrt.model.types import OperationType
+from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import OperationContext
 
 __all__ = ["BUILTINS", "WRITERS"]
 
 Op = OperationType
+T = OperandType
 B = fb.BuiltinOperator
 Options = Callable[[OperationContext], tuple[int, Any]]
 
@@ -107,6 +111,11 @@ def write_elementwise(writer: Writer, ctx: OperationContext) -> None:
     data = [op.inputs[slot] for slot in _slots(ctx, form)]
     nhwc = writer.in_nhwc(data, output)
     inputs = [writer.nhwc_tensor(k) if nhwc else writer.tensor(k) for k in data]
+    if op.type == Op.EQUAL:  # compares the float16 values NNAPI's tensors hold
+        inputs = [writer.as_float16(k, tensor) for k, tensor in zip(data, inputs, strict=True)]
+    elif op.type == Op.CAST and T.TENSOR_FLOAT16 in (ctx.input_type(0), ctx.output_type(0)):
+        inputs = [writer.cast(inputs[0], fb.TensorType.FLOAT16)]  # float16's rounding, range
+        options.inDataType = fb.TensorType.FLOAT16
     writer.operator(form.builtin, inputs, [writer.output(output, nhwc)], options_type, options)
 
 

@@ -1,8 +1,10 @@
-"""Operation patterns the litert compiler writes as one TFLite builtin.
+"""Operation patterns the litert compiler writes as one TFLite builtin (the one-hot product,
+written as a GATHER, is in :mod:`.onehot`).
 
 A pattern is a chain of operations computing one unary function of one tensor, each
 intermediate read by the next operation only (and not a partition output), without fused
-activations; constants are matched in either operand order where the operation commutes.
+activations; constants are matched in either
+operand order where the operation commutes.
 
 GELU: the ONNX importer writes ``Gelu`` (and a decomposed GELU) as
 ``x / sqrt(2) -> com.nnrt.ERF -> + 1 -> * x -> * 0.5``. TFLite has no ERF builtin, but it has
@@ -28,17 +30,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType, OperationType
 
-__all__ = ["Chain", "gelu_patterns", "hard_swish_patterns", "operand_readers",
-           "softmax_patterns"]
+__all__ = ["Chain", "constant_scalar", "gelu_patterns", "hard_swish_patterns",
+           "operand_readers", "softmax_patterns"]
 
 Op = OperationType
+Array = np.ndarray[Any, Any]
 _RTOL = 1e-6
+_FLOATS = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,8 @@ class Chain:
     absorbed: tuple[int, ...]
 
 
-def _scalar(model: Model, operand: int) -> float | None:
+def constant_scalar(model: Model, operand: int) -> float | None:
+    """The value of ``operand`` when it is a constant of one element (None otherwise)."""
     value = model.constant_value(operand)
     if value is None or np.asarray(value).size != 1:
         return None
@@ -93,7 +99,7 @@ def gelu_patterns(model: Model) -> dict[int, Chain]:
 
 def _no_activation(model: Model, index: int) -> bool:
     inputs = model.operations[index].inputs
-    return len(inputs) < 3 or _scalar(model, inputs[2]) == 0
+    return len(inputs) < 3 or constant_scalar(model, inputs[2]) == 0
 
 
 def _match(model: Model, erf: int, readers: Counter[int], producer: dict[int, int],
@@ -106,9 +112,9 @@ def _match(model: Model, erf: int, readers: Counter[int], producer: dict[int, in
     if head.type not in (Op.DIV, Op.MUL):
         return None
     x, given = head.inputs[0], head.inputs[1]
-    if head.type == Op.MUL and _scalar(model, x) is not None:
+    if head.type == Op.MUL and constant_scalar(model, x) is not None:
         x, given = given, x  # the factor first: MUL commutes
-    factor = _scalar(model, given)
+    factor = constant_scalar(model, given)
     want = math.sqrt(2.0) if head.type == Op.DIV else 1 / math.sqrt(2.0)
     if factor is None or not math.isclose(factor, want, rel_tol=_RTOL):
         return None
@@ -128,7 +134,7 @@ def _match(model: Model, erf: int, readers: Counter[int], producer: dict[int, in
             if other != x:
                 return None
         else:
-            value = _scalar(model, other)
+            value = constant_scalar(model, other)
             if value is None or not math.isclose(value, constant, rel_tol=_RTOL):
                 return None
         chain.append(step)
@@ -151,9 +157,9 @@ def hard_swish_patterns(model: Model) -> dict[int, Chain]:
 def _match_hard_swish(model: Model, first: int, readers: Counter[int],
                       reader_of: dict[int, int]) -> Chain | None:
     a, b = model.operations[first].inputs[:2]
-    x = b if _scalar(model, a) is not None else a
+    x = b if constant_scalar(model, a) is not None else a
     three = _other(model, first, x)
-    if model.operands[x].type != OperandType.TENSOR_FLOAT32 or three is None or _scalar(
+    if model.operands[x].type not in _FLOATS or three is None or constant_scalar(
             model, three) != 3.0:
         return None
     chain = [first]
@@ -169,7 +175,7 @@ def _match_hard_swish(model: Model, first: int, readers: Counter[int],
         other = _other(model, step, current)
         if other is None or (kind == Op.DIV and op.inputs[0] != current):
             return None
-        matches = other == x if constant is None else _scalar(model, other) == constant
+        matches = other == x if constant is None else constant_scalar(model, other) == constant
         if not matches:
             return None
         chain.append(step)
@@ -243,9 +249,9 @@ def _row_reduction(model: Model, operand: int, kind: OperationType, readers: Cou
             return steps if op.inputs[0] == source else None
         if op.type == Op.RESHAPE:
             current = op.inputs[0]
-        elif op.type == Op.MAXIMUM and _scalar(model, op.inputs[0]) == -math.inf:
+        elif op.type == Op.MAXIMUM and constant_scalar(model, op.inputs[0]) == -math.inf:
             current = op.inputs[1]
-        elif op.type == Op.MAXIMUM and _scalar(model, op.inputs[1]) == -math.inf:
+        elif op.type == Op.MAXIMUM and constant_scalar(model, op.inputs[1]) == -math.inf:
             current = op.inputs[0]
         else:
             return None

@@ -2,9 +2,20 @@
 
 An operation is selected when a TFLite builtin computes exactly what NNAPI specifies for it:
 its tensors are of static shape and rank 1 to 4, of a type TFLite has for that builtin
-(TENSOR_FLOAT32 everywhere; TENSOR_INT32 for the arithmetic, MAXIMUM / MINIMUM, comparisons,
-SELECT, CAST and the data-moving operations; TENSOR_BOOL8 for comparisons and SELECT), every
-parameter is a constant, and the parameters have a TFLite equivalent:
+(TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic, MAXIMUM /
+MINIMUM, comparisons, SELECT, CAST and the data-moving operations; TENSOR_BOOL8 for
+comparisons and SELECT), every parameter is a constant, and the parameters have a TFLite
+equivalent:
+
+* TENSOR_FLOAT16 is computed in float32, which NNAPI allows (float16 operations may be
+  computed at float16 precision or better): constants converted once at compile time, inputs
+  and outputs converted at the partition's edges (:mod:`.dispatch`), the values in between
+  unrounded — except where an operation's result would show more than a float16 holds: a CAST
+  to or from TENSOR_FLOAT16 and an EQUAL of float16 tensors read their input rounded to
+  float16 (TFLite's CAST through a FLOAT16 tensor, exact: :mod:`.elementwise`). Relaxed
+  models (float32 that may be computed in float16) are computed in float32. An operation
+  mixing float16 and float32 tensors (NNAPI's validation refuses it; CAST converts) is not
+  taken;
 
 * windows: explicit padding that is not TFLite's SAME or VALID becomes a PAD before a VALID
   window (zeros for convolutions, -inf for MAX_POOL_2D); AVERAGE_POOL_2D, which averages over
@@ -62,16 +73,18 @@ SELECTED = frozenset({
     Op.EXP, Op.EXPAND_DIMS, Op.SQUEEZE, Op.EQUAL, Op.SELECT, Op.SLICE, Op.POW, Op.GATHER,
     Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM,
 })
-_NUMBERS = frozenset({T.TENSOR_FLOAT32, T.TENSOR_INT32})
+#: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
+#: better), converted at the partition's edges (:mod:`.dispatch`).
+_FLOAT = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
+_NUMBERS = _FLOAT | {T.TENSOR_INT32}
 _WITH_BOOL = _NUMBERS | {T.TENSOR_BOOL8}
-#: The tensor types of the operations taking more than TENSOR_FLOAT32 (inputs and outputs).
+#: The tensor types of the operations taking more than float tensors (inputs and outputs).
 _TENSOR_TYPES: dict[OperationType, frozenset[OperandType]] = {
     **dict.fromkeys((Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MAXIMUM, Op.MINIMUM, Op.RESHAPE,
                      Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE, Op.CONCATENATION, Op.SLICE,
                      Op.GATHER, Op.MIRROR_PAD, Op.CAST), _NUMBERS),
     Op.EQUAL: _WITH_BOOL, Op.SELECT: _WITH_BOOL,
 }
-_FLOAT = frozenset({T.TENSOR_FLOAT32})
 #: (operation, input slot) of TENSOR_INT32 parameters (constants): shapes, axes, paddings.
 _INT32_PARAMETERS = frozenset({
     (Op.RESHAPE, 1), (Op.MEAN, 1), (Op.REDUCE_SUM, 1), (Op.REDUCE_MAX, 1), (Op.TRANSPOSE, 1),
@@ -79,7 +92,7 @@ _INT32_PARAMETERS = frozenset({
     (Op.TRANSPOSE_CONV_2D, 3),
 })
 #: Scalar parameters, always constants.
-_SCALAR_TYPES = (T.INT32, T.FLOAT32, T.BOOL)
+_SCALAR_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL)
 _MAX_RANK = 4
 #: UNIDIRECTIONAL_SEQUENCE_LSTM activations TFLite's kernel applies as NNAPI does.
 _LSTM_ACTIVATIONS = {1: "relu", 3: "relu6", 4: "tanh"}
@@ -110,6 +123,9 @@ def unsupported_reason(model: Model, index: int) -> str | None:
             return f"output operand {k}: {operands[k].type.name} not supported"
         if not _static(model.inferred_dims[k]):
             return f"output operand {k} has no static shape of rank 1 to {_MAX_RANK}"
+    mixed = _mixed_floats(model, index)
+    if mixed is not None:
+        return mixed
     rule = _RULES.get(op.type)
     if rule is None:
         return None
@@ -121,6 +137,21 @@ def unsupported_reason(model: Model, index: int) -> str | None:
 
 def _static(dims: tuple[int, ...] | None) -> bool:
     return bool(dims) and all(d > 0 for d in dims or ()) and len(dims or ()) <= _MAX_RANK
+
+
+def _mixed_floats(model: Model, index: int) -> str | None:
+    """Why an operation mixing TENSOR_FLOAT16 and TENSOR_FLOAT32 tensors is not taken: NNAPI
+    gives every float tensor of an operation one type (omitted ones aside; validation checks
+    it), CAST converts. Computed in float32, a mix would hide where float16 rounding belongs."""
+    op = model.operations[index]
+    if op.type == Op.CAST:
+        return None
+    operands = model.operands
+    kinds = {operands[k].type for k in (*op.inputs, *op.outputs)
+             if not operands[k].is_omitted} & _FLOAT
+    if len(kinds) > 1:
+        return "mixes TENSOR_FLOAT16 and TENSOR_FLOAT32 tensors (NNAPI gives them one type)"
+    return None
 
 
 def _window(model: Model, ctx: OperationContext) -> str | None:
@@ -166,7 +197,7 @@ def _reduction(model: Model, ctx: OperationContext) -> str | None:
 
 
 def _max_min(model: Model, ctx: OperationContext) -> str | None:
-    if ctx.input_type(0) != T.TENSOR_FLOAT32:
+    if ctx.input_type(0) not in _FLOAT:
         return None  # integers have no NaN
     for slot in (0, 1):
         value = ctx.constant(slot)
@@ -184,7 +215,8 @@ def _div(model: Model, ctx: OperationContext) -> str | None:
 
 
 def _cast(model: Model, ctx: OperationContext) -> str | None:
-    if ctx.input_type(0) == T.TENSOR_FLOAT32 and ctx.output_type(0) == T.TENSOR_INT32:
+    source, target = ctx.input_type(0), ctx.output_type(0)
+    if source in _FLOAT and target == T.TENSOR_INT32:
         return ("CAST from float to int (TFLite's is undefined beyond the int32 range and for "
                 "NaN, nnrt saturates and maps NaN to 0)")
     return None

@@ -2,9 +2,10 @@
 layout each tensor is held in.
 
 A tensor per operand, created on first use (constants carry their bytes in the model's
-buffers), of the TFLite type of the operand's (:data:`TENSOR_TYPES`). TFLite computes in NHWC;
-NNAPI operations with the NCHW layout flag (and ONNX-imported models) are NCHW. The writer
-keeps, per rank-4 operand of an NCHW region, the tensor holding it in NHWC order
+buffers), of the TFLite type of the operand's (:data:`TENSOR_TYPES`; TENSOR_FLOAT16 is held in
+float32, its constants converted here). TFLite computes in NHWC; NNAPI operations with the
+NCHW layout flag (and ONNX-imported models) are NCHW. The writer keeps, per rank-4 operand of
+an NCHW region, the tensor holding it in NHWC order
 (:meth:`Writer.nhwc_tensor`, :meth:`Writer.nhwc_output`) besides the tensor in NNAPI's order
 (:meth:`Writer.tensor`): one TRANSPOSE converts between them, once, where a tensor enters or
 leaves a region; constants are permuted here instead.
@@ -22,6 +23,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 from nnrt.drivers.litert.folding import Fold, Fused, fold_affine, fuse_activations
+from nnrt.drivers.litert.onehot import OneHot, one_hot_patterns
 from nnrt.drivers.litert.patterns import (
     Chain,
     gelu_patterns,
@@ -38,9 +40,12 @@ T = OperandType
 #: NCHW -> NHWC and back, as TRANSPOSE permutations (``nhwc[i] = nchw[TO_NHWC[i]]``).
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
-#: NNAPI tensor type -> the TFLite tensor type and the numpy type of its bytes.
+#: NNAPI tensor type -> the TFLite tensor type and the numpy type of its bytes. TENSOR_FLOAT16
+#: is computed in float32 (NNAPI allows float16 precision or better): its constants are
+#: converted here, once, exactly; the dispatch converts its inputs and outputs as it copies them.
 TENSOR_TYPES: dict[OperandType, tuple[int, type[np.generic]]] = {
     T.TENSOR_FLOAT32: (fb.TensorType.FLOAT32, np.float32),
+    T.TENSOR_FLOAT16: (fb.TensorType.FLOAT32, np.float32),
     T.TENSOR_INT32: (fb.TensorType.INT32, np.int32),
     T.TENSOR_BOOL8: (fb.TensorType.BOOL, np.bool_),
 }
@@ -57,6 +62,8 @@ class Writer:
         self.codes: dict[int, int] = {}
         self.operators: list[Any] = []
         self._tensor_of: dict[int, int] = {}
+        #: Tensors computed from TENSOR_FLOAT16 operands -> their copies rounded to float16.
+        self._float16: dict[int, int] = {}
         #: Operands held in NHWC order (rank-4 tensors of an NCHW region): their tensors.
         self.nhwc: dict[int, int] = {}
         #: Chains written as one builtin at one of their operations: GELU at its ERF,
@@ -64,7 +71,11 @@ class Writer:
         self.gelus: dict[int, Chain] = gelu_patterns(model)
         self.hard_swishes: dict[int, Chain] = hard_swish_patterns(model)
         self.softmaxes: dict[int, Chain] = softmax_patterns(model)
-        chains = [*self.gelus.items(), *self.hard_swishes.items(), *self.softmaxes.items()]
+        #: One-hot matrix products written as a GATHER, at their FULLY_CONNECTED.
+        self.one_hots: dict[int, OneHot] = one_hot_patterns(model)
+        chains: list[tuple[int, Chain | OneHot]] = [
+            *self.gelus.items(), *self.hard_swishes.items(), *self.softmaxes.items(),
+            *self.one_hots.items()]
         in_chains = frozenset(i for key, chain in chains for i in (key, *chain.absorbed))
         #: Convolutions with the per-channel MULs / ADDs after them folded in.
         self.folds: dict[int, Fold] = fold_affine(model, in_chains)
@@ -158,6 +169,31 @@ class Writer:
     def constant(self, name: str, value: Array) -> int:
         """A new constant tensor (int32 shapes and the like) holding ``value``."""
         return self._add(name, value.shape, _BY_DTYPE[value.dtype], np.ascontiguousarray(value))
+
+    def cast(self, source: int, kind: int) -> int:
+        """A new tensor of TFLite type ``kind`` holding tensor ``source`` converted by a CAST."""
+        target = self._add(f"cast_{len(self.tensors)}",
+                           tuple(int(d) for d in self.tensors[source].shape), kind, None)
+        options = fb.CastOptionsT()
+        options.inDataType = self.tensors[source].type
+        options.outDataType = kind
+        self.operator(fb.BuiltinOperator.CAST, [source], [target],
+                      fb.BuiltinOptions.CastOptions, options)
+        return target
+
+    def as_float16(self, index: int, tensor: int) -> int:
+        """``tensor`` (of TENSOR_FLOAT16 operand ``index``) holding float16 values only: itself
+        for a partition input or a constant, else (a value computed in float32) rounded by a
+        CAST to FLOAT16 and back, once per tensor; for the operations whose result a value
+        float16 cannot hold would change beyond float16's rounding (EQUAL, CAST)."""
+        if (self.model.operands[index].type != T.TENSOR_FLOAT16 or index in self.model.inputs
+                or self.model.constant_value(index) is not None):
+            return tensor
+        found = self._float16.get(tensor)
+        if found is None:
+            found = self._float16[tensor] = self.cast(
+                self.cast(tensor, fb.TensorType.FLOAT16), fb.TensorType.FLOAT32)
+        return found
 
     def operator(self, builtin: int, inputs: list[int], outputs: list[int],
                  options_type: int = 0, options: Any = None) -> None:
