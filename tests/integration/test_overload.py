@@ -42,7 +42,8 @@ import sys, anyio
 from nnrt.serve.server import ClientLimits, serve
 path, workers, pools, device_bytes, in_flight = sys.argv[1], *map(int, sys.argv[2:])
 limits = ClientLimits(max_pools=pools, max_device_bytes=device_bytes, max_in_flight=in_flight)
-anyio.run(lambda: serve(path, workers={"reference": workers}, limits=limits))
+anyio.run(lambda: serve(path, drivers=["reference"], workers={"reference": workers},
+                        limits=limits))
 """
 
 
