@@ -23,6 +23,7 @@ from nnrt.model.builder import ModelBuilder as ModelBuilder
 from nnrt.model.builder import Omitted as Omitted
 from nnrt.model.builder import Tensor as Tensor
 from nnrt.model.model import Model as Model
+from nnrt.model.signature import TensorInfo as TensorInfo
 from nnrt.model.types import ExecutionPreference as ExecutionPreference
 from nnrt.model.types import FusedActivation as FusedActivation
 from nnrt.model.types import OperandLifetime as OperandLifetime
@@ -111,6 +112,7 @@ __all__ = [
     "RuntimeStatistics",
     "SyncRuntime",
     "Tensor",
+    "TensorInfo",
     "UnavailableDevice",
     "Unmappable",
     "Unsupported",

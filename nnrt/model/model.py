@@ -19,6 +19,7 @@ from nnrt.model.operand import (
     is_scalar,
 )
 from nnrt.model.operation import Operation
+from nnrt.model.signature import TensorInfo, tensor_infos
 from nnrt.model.types import OperandLifetime, OperandType, OperationType
 from nnrt.model.validation import check_operand, check_operand_type
 from nnrt.model.values import coerce_value
@@ -79,6 +80,16 @@ class Model:
     def outputs(self) -> tuple[int, ...]:
         """Operand indices of the model outputs, in order."""
         return self._outputs
+
+    @property
+    def input_info(self) -> tuple[TensorInfo, ...]:
+        """Each input's name, shape and dtype, in order (:class:`~nnrt.TensorInfo`)."""
+        return tensor_infos(self, self._inputs)
+
+    @property
+    def output_info(self) -> tuple[TensorInfo, ...]:
+        """Each output's name, shape and dtype, in order (:class:`~nnrt.TensorInfo`)."""
+        return tensor_infos(self, self._outputs)
 
     @property
     def relaxed(self) -> bool:

@@ -16,6 +16,7 @@ from nnrt.runtime.stepper import PlanRunner
 if TYPE_CHECKING:
     from nnrt.memory import Memory, TensorRef
     from nnrt.model.model import Model
+    from nnrt.model.signature import TensorInfo
     from nnrt.runtime.backends.base import CompiledRef
     from nnrt.runtime.compile.compilation import Compilation
     from nnrt.runtime.compile.placement import PlacementReport
@@ -64,6 +65,16 @@ class CompiledModel:
         # collected without release(): the runtime frees its steps (no reference to self here)
         self._finalizer = weakref.finalize(
             self, core.dropped.append, ([step.ref for step in self._steps], constants))
+
+    @property
+    def inputs(self) -> tuple[TensorInfo, ...]:
+        """Each input's name, shape and dtype, in order (what ``execute`` takes)."""
+        return self.model.input_info
+
+    @property
+    def outputs(self) -> tuple[TensorInfo, ...]:
+        """Each output's name, shape and dtype, in order (what ``execute`` returns)."""
+        return self.model.output_info
 
     @property
     def device(self) -> str:

@@ -281,3 +281,14 @@ async def test_compiled_models_dropped_without_release_are_freed() -> None:
         await kept.release()  # released explicitly: its finalizer queues nothing more
         del kept
         assert not rt._core.dropped
+
+
+async def test_a_compiled_model_describes_its_inputs_and_outputs() -> None:
+    model = add_model()
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
+        compiled = await rt.compile(model)
+        assert compiled.inputs == model.input_info and compiled.outputs == model.output_info
+        (x,) = compiled.inputs
+        feed = {x.name: np.ones([d or 1 for d in x.shape], x.dtype)}  # type: ignore[union-attr]
+        (y,) = await compiled.execute(feed)
+        assert y.dtype == compiled.outputs[0].dtype

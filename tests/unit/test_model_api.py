@@ -278,3 +278,19 @@ def test_operand_records_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         m.operands[0].dims = (5, 5)  # type: ignore[misc]
     assert m.operands[0].dims == (2, 2)
+
+
+def test_inputs_and_outputs_are_described_by_name_shape_and_dtype() -> None:
+    m = nnrt.Model()
+    x = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (0, 4), name="x")
+    k = m.add_operand(nnrt.OperandType.INT32, name="k")
+    y = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (0, 4), name="y")
+    m.add_operation(nnrt.OperationType.RELU, [x], [y])
+    m.identify_inputs_and_outputs([x, k], [y])
+    m.finish()
+    info = m.input_info
+    assert [(i.name, i.shape, i.dtype, i.position, i.operand) for i in info] == [
+        ("x", (None, 4), np.dtype(np.float32), 0, x), ("k", (), np.dtype(np.int32), 1, k)]
+    assert [str(i) for i in info] == ["x: float32[?, 4]", "k: int32"]
+    (out,) = m.output_info
+    assert (out.name, out.shape, out.type) == ("y", (None, 4), nnrt.OperandType.TENSOR_FLOAT32)
