@@ -298,7 +298,9 @@ class Runtime:
     def statistics(self) -> RuntimeStatistics:
         """Queue depth, in flight, completed, failed and worker restarts per driver.
 
-        In shared mode this is the service's view as of the last :meth:`refresh_statistics`.
+        In shared mode this is the service's view, fetched at connect and refreshed in the
+        background when a call finds it over a second old (:meth:`refresh_statistics` fetches
+        it now).
         """
         return self._core.require_backend().statistics()
 

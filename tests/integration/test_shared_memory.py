@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 from test_device_memory import state_model
@@ -197,3 +198,16 @@ async def test_large_plain_arrays_through_the_service(service: Service) -> None:
             np.testing.assert_array_equal(y, x * 2)
         (owned,) = await compiled.execute([x], copy=True)
         np.testing.assert_array_equal(owned, x * 2)
+
+
+async def test_statistics_in_shared_mode_are_never_empty_and_catch_up(service: Service) -> None:
+    async with nnrt.Runtime(connect=service.path) as rt:
+        first = rt.statistics()  # fetched at connect
+        assert first.pools and all(p.workers >= 1 for p in first.pools.values())
+        compiled = await rt.compile(mul_model((4,)))
+        for _ in range(5):
+            await compiled.execute([np.ones(4, np.float32)])
+        with anyio.fail_after(10):
+            while rt.statistics().completed < first.completed + 5:  # refreshed in the background
+                await anyio.sleep(0.2)
+        assert (await rt.refresh_statistics()).completed >= first.completed + 5

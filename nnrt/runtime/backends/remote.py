@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
+import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from anyio.abc import TaskGroup
 
-from nnrt.errors import UnavailableDevice
+from nnrt.errors import NnrtError, UnavailableDevice
 from nnrt.hal.base import DriverInfo
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.memory.source import MemorySource
@@ -23,6 +25,10 @@ from nnrt.runtime.stats import RuntimeStatistics
 __all__ = ["RemoteBackend"]
 
 
+#: Seconds after which ``statistics()`` in shared mode fetches fresh ones in the background.
+STATISTICS_MAX_AGE = 1.0
+
+
 class RemoteBackend:
     """Sends compile / execute / release to the service; it owns pools, models and limits."""
 
@@ -33,6 +39,10 @@ class RemoteBackend:
         #: The service's pool names (what ``devices=`` names), parallel to ``_devices``.
         self._names: list[str] = []
         self._stats = RuntimeStatistics()
+        #: When the statistics were last fetched (monotonic), and whether a fetch is under way.
+        self._stats_at = 0.0
+        self._refreshing = False
+        self._tg: TaskGroup | None = None
         #: Allocations the service's driver refused that this client served from shared memory.
         self._fallbacks: dict[str, int] = {}
         #: The pools shared with the service (it shares them with its workers in turn).
@@ -60,6 +70,8 @@ class RemoteBackend:
             self._names = list(names)
         else:
             self._names = [info.name for info in self._devices]
+        self._tg = tg
+        await self.refresh_statistics()  # statistics() is never empty
 
     def _require(self) -> RequestClient:
         if self._client is None:
@@ -157,11 +169,24 @@ class RemoteBackend:
         """Fetch the service's statistics."""
         reply = await self._require().request("statistics", {})
         self._stats = RuntimeStatistics.from_wire(reply.get("pools"))
+        self._stats_at = time.monotonic()
         return self.statistics()
 
+    async def _refresh_quietly(self) -> None:
+        try:
+            with contextlib.suppress(NnrtError):  # the connection's loss is reported elsewhere
+                await self.refresh_statistics()
+        finally:
+            self._refreshing = False
+
     def statistics(self) -> RuntimeStatistics:
-        """The last statistics fetched with :meth:`refresh_statistics`, with this client's
-        allocation fallbacks."""
+        """The service's statistics as last fetched, with this client's allocation fallbacks:
+        fetched at connect, and again in the background when a call finds them more than
+        :data:`STATISTICS_MAX_AGE` seconds old (:meth:`refresh_statistics` fetches now)."""
+        if (not self._refreshing and self._tg is not None and self._client is not None
+                and time.monotonic() - self._stats_at > STATISTICS_MAX_AGE):
+            self._refreshing = True
+            self._tg.start_soon(self._refresh_quietly)
         mine = self._fallbacks
         return RuntimeStatistics({
             name: dataclasses.replace(pool, allocate_fallbacks=pool.allocate_fallbacks
