@@ -95,6 +95,7 @@ async def _place(model: Model, drivers: Sequence[str]) -> PlacementReport:
 def describe_model(model: Model) -> list[str]:
     """Inputs, outputs, operation counts, constants and AOT partitions, one line each."""
     from nnrt.model.operation import operation_name  # noqa: PLC0415
+    from nnrt.runtime.compile.placement import index_ranges  # noqa: PLC0415
 
     lines = []
     for title, indices in (("inputs", model.inputs), ("outputs", model.outputs)):
@@ -111,8 +112,9 @@ def describe_model(model: Model) -> list[str]:
                  f"({_bytes(size)})")
     if model.aot is not None:
         for record in model.aot.dispatches:
-            lines.append(f"  compiled ahead of time for {record.driver}: operations "
-                         f"{list(record.operations)}")
+            lines.append(f"  compiled ahead of time for {record.driver}: "
+                         f"{len(record.operations)} operation(s): "
+                         f"{index_ranges(record.operations)}")
     return lines
 
 
@@ -120,6 +122,8 @@ def describe_placement(model: Model, report: PlacementReport, *,
                        operations: bool = False) -> list[str]:
     """Per driver, what it takes and what it does not support; the steps; optionally every
     operation's line."""
+    from nnrt.runtime.compile.placement import index_ranges  # noqa: PLC0415
+
     steps = report.steps
     lines = [f"  placement: {len(steps)} step(s) on {', '.join(report.drivers())}"]
     drivers = list(dict.fromkeys([*report.drivers(), *(d for op in report.operations
@@ -138,10 +142,12 @@ def describe_placement(model: Model, report: PlacementReport, *,
     for step in steps:
         note = f" ({step.note})" if step.note else ""
         lines.append(f"    step {step.index}: {step.driver} [{step.source}] "
-                     f"{len(step.operations)} operation(s) {list(step.operations)}{note}")
+                     f"{len(step.operations)} operation(s): {index_ranges(step.operations)}"
+                     f"{note}")
     if operations:
         lines.append("  operations:")
-        lines += [f"  {line}" for line in str(report).splitlines()[1 + len(steps):]]
+        lines += [f"  {line}" for line in report.describe(verbose=True).splitlines()
+                  if line.startswith("  operation ")]
     return lines
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from nnrt.errors import BadData
 from nnrt.model.operand import dtype_of, is_scalar
-from nnrt.model.values import coerce_value, dims_compatible
+from nnrt.model.values import coerce_input, dims_compatible
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
@@ -61,7 +61,7 @@ class _InputSlot:
         where = self.where
         if value is None:
             raise BadData(f"{where}: no value given")
-        arr = coerce_value(self.operand, value, where)
+        arr = coerce_input(self.operand, value, where)
         if not dims_compatible(self.dims, arr.shape):
             raise BadData(f"{where}: shape {arr.shape} does not match the declared dims")
         return arr

@@ -10,7 +10,7 @@ import numpy as np
 from nnrt.errors import BadData
 from nnrt.model.operand import Operand, dtype_of, is_scalar
 
-__all__ = ["coerce_value", "dims_compatible"]
+__all__ = ["coerce_input", "coerce_value", "dims_compatible"]
 
 
 def coerce_value(operand: Operand, value: Any, where: str) -> np.ndarray[Any, Any]:
@@ -47,6 +47,32 @@ def coerce_value(operand: Operand, value: Any, where: str) -> np.ndarray[Any, An
                           f"{arr.shape}")
         return arr.reshape(())
     return arr
+
+
+def coerce_input(operand: Operand, value: Any, where: str) -> np.ndarray[Any, Any]:
+    """:func:`coerce_value` for an execution input, with one more rule for arrays: a numpy
+    array of another dtype is converted only when no value changes (a float64 array into a
+    float32 input only if each value is a float32; int64 into int32 when in range), as
+    onnxruntime refuses a tensor of another type; Python numbers and lists, which have no
+    dtype of their own, are converted to the input's type (floats rounded to nearest)."""
+    dtype = dtype_of(operand.type)
+    if isinstance(value, np.ndarray) and value.dtype != dtype and value.dtype.kind in "fiu" \
+            and dtype.kind == "f" and not np.can_cast(value.dtype, dtype, casting="safe"):
+        with np.errstate(over="ignore", invalid="ignore"):
+            converted = value.astype(dtype)
+            back = converted.astype(value.dtype) if value.dtype.kind == "f" else None
+        if back is not None:
+            changed = ~((back == value) | (np.isnan(back) & np.isnan(value)))
+        else:  # integers: every one representable exactly in the float type
+            changed = converted.astype(np.float64) != value.astype(np.float64)
+        if changed.any():
+            first = int(np.flatnonzero(changed.reshape(-1))[0])
+            raise BadData(
+                f"{where}: {value.dtype} values would change as {dtype} (element {first}: "
+                f"{value.reshape(-1)[first].item()!r} -> {converted.reshape(-1)[first].item()!r})"
+                f"; convert the array first (.astype(numpy.{dtype})) if that is what you mean")
+        value = converted
+    return coerce_value(operand, value, where)
 
 
 def dims_compatible(declared: tuple[int, ...], actual: tuple[int, ...]) -> bool:

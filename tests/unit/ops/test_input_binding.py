@@ -21,6 +21,13 @@ def _two_input_model() -> nnrt.Model:
     return b.build()
 
 
+def _int_model() -> nnrt.Model:
+    b = nnrt.ModelBuilder()
+    x = b.input("i", (2,), "int32")
+    b.output(b.add(x, x))
+    return b.build()
+
+
 def _dynamic_model() -> nnrt.Model:
     m = nnrt.Model()
     a = m.add_operand(nnrt.OperandType.TENSOR_FLOAT32, (0, 3))
@@ -111,3 +118,24 @@ def test_missing_inputs_are_named_as_the_caller_names_them() -> None:
     with pytest.raises(nnrt.BadData, match=r"^input 'x' \(input 0, operand 0, "
                                            r"TENSOR_FLOAT32\[2, 3\]\): shape \(3, 2\)"):
         binder.bind({"x": np.ones((3, 2), np.float32), "y": np.ones((2, 3), np.float32)})
+
+
+def test_arrays_of_another_dtype_are_converted_only_when_no_value_changes() -> None:
+    binder = InputBinder(_two_input_model())
+    y = np.ones((2, 3), np.float32)
+    exact = np.array([[0.5, 1.0, -2.0], [3.25, 0.0, 1e6]])  # float64 holding float32 values
+    for value in (exact, np.array([[0.5, 1, -2], [3.25, 0, 1e4]], np.float16),
+                  np.array([[0, 1, -2], [3, 0, 2**24]], np.int64), np.ones((2, 3), np.int8),
+                  exact.tolist(), [[0.1, 0.2, 0.3], [1, 2, 3]]):
+        (x, _) = binder.bind([value, y])
+        assert x.dtype == np.float32
+        np.testing.assert_array_equal(x, np.asarray(value, np.float32))
+    with pytest.raises(nnrt.BadData, match=r"^input 'x' \(input 0, .*\): float64 values would "
+                       r"change as float32 \(element 0: 0\.1 -> 0\.10000000149011612\); "
+                       r"convert the array first \(\.astype\(numpy\.float32\)\)"):
+        binder.bind([np.full((2, 3), 0.1), y])
+    with pytest.raises(nnrt.BadData, match=r"int64 values would change as float32 "
+                       r"\(element 5: 16777217 -> 16777216\.0\)"):
+        binder.bind([np.array([[0, 0, 0], [0, 0, 2**24 + 1]], np.int64), y])
+    with pytest.raises(nnrt.BadData, match="without changing values"):  # floats into ints: never
+        InputBinder(_int_model()).bind([np.array([1.5, 2.0], np.float32)])

@@ -283,3 +283,31 @@ def test_random_dags_consolidate_to_no_higher_cost() -> None:
         assert _cost(model, supports, result) <= _cost(model, supports, split) + 1e-6
         fewer += len(result.partitions) < len(split.partitions)
     assert fewer > 10  # the cost model did merge steps
+
+
+def test_the_placement_report_is_compact_unless_verbose() -> None:
+    from nnrt.runtime.compile.placement import (
+        OperationReport,
+        PlacementReport,
+        StepReport,
+        index_ranges,
+    )
+
+    assert index_ranges([5, 0, 1, 2, 9, 3, 10]) == "0-3, 5, 9-10" and index_ranges([]) == "-"
+    ops = tuple(OperationReport(i, "ADD" if i != 7 else "TANH", "litert" if i != 7 else
+                                "reference", 0 if i < 7 else (1 if i == 7 else 2),
+                                {"acme": "not supported: no TANH"} if i == 7 else
+                                {"reference": "supported, but litert is preferred (...)"})
+                for i in range(300))
+    steps = (StepReport(0, "litert", tuple(range(7)), "compiled"),
+             StepReport(1, "reference", (7,), "compiled"),
+             StepReport(2, "litert", tuple(range(8, 300)), "compiled"))
+    report = PlacementReport(ops, steps)
+    assert str(report).splitlines() == [
+        "3 step(s) on litert, reference",
+        "  step 0: litert [compiled] 7 operation(s): 0-6",
+        "  step 1: reference [compiled] 1 operation(s): 7",
+        "  step 2: litert [compiled] 292 operation(s): 8-299",
+        "  not on acme: 1 x TANH: not supported: no TANH"]
+    verbose = report.describe(verbose=True).splitlines()
+    assert len(verbose) == 5 + 300 and verbose[5 + 7].startswith("  operation 7 (TANH) -> ")
