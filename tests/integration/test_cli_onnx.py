@@ -160,9 +160,13 @@ def test_compile_an_onnx_file_then_run_and_inspect_it(files: dict[str, Path]) ->
     assert shaped.returncode == 1 and ".onnx models only" in shaped.stderr
 
 
+@pytest.mark.parametrize("driver", ["cpu", "litert"])
 @pytest.mark.parametrize("split", [0, 2, 6])
-def test_the_profile_times_every_operation_of_every_step(split: int) -> None:
-    """Operations in run order: the first ``split`` on the reference driver, the rest on cpu."""
+def test_the_profile_times_every_operation_of_every_step(split: int, driver: str) -> None:
+    """Operations in run order: the first ``split`` on the reference driver, the rest on
+    ``driver`` (litert: timed as one unit, in LiteRT)."""
+    if driver == "litert":
+        pytest.importorskip("ai_edge_litert", reason="ai-edge-litert has no wheel here")
     import nnrt.onnx
     from nnrt.cli.profile import profile_model
     from nnrt.runtime.compile.placement import PlacementReport, StepReport
@@ -171,7 +175,7 @@ def test_the_profile_times_every_operation_of_every_step(split: int) -> None:
     order = list(model.run_order)
     assert len(order) >= 4
     split = min(split, len(order))
-    parts = [("reference", order[:split]), ("cpu", order[split:])]
+    parts = [("reference", order[:split]), (driver, order[split:])]
     steps = tuple(StepReport(k, driver, tuple(ops), "compiled")
                   for k, (driver, ops) in enumerate(p for p in parts if p[1]))
     x = np.random.default_rng(2).standard_normal((3, 8)).astype(np.float32)
@@ -190,6 +194,8 @@ def test_the_profile_times_every_operation_of_every_step(split: int) -> None:
     text = profile.render(top=3)
     assert f"slowest {min(3, len(profile.entries))} of {len(profile.entries)}" in text
     assert "SOFTMAX" in text
+    if driver == "litert" and split < len(order):
+        assert "LiteRT (whole step)" in text
 
 
 def test_the_profile_skips_the_views_of_int_and_bool_values() -> None:
