@@ -37,7 +37,7 @@ from nnrt.ipc.messages import (
     read_deadline,
 )
 from nnrt.memory.mapped import MappedMemory, MappingTable
-from nnrt.memory.sweep import sweep_blobs_of
+from nnrt.memory.sweep import pid_alive, sweep_blobs_of
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
 from nnrt.model.wire import model_from_wire, model_to_wire
@@ -52,10 +52,27 @@ from nnrt.serve.clients import (
     peer_credentials,
 )
 
-__all__ = ["ReceivedMemory", "Session"]
+__all__ = ["SWEEP_PATIENCE", "ReceivedMemory", "Session", "sweep_when_gone"]
 
 log = logging.getLogger("nnrt.serve")
 _pool_ids = itertools.count(1)
+
+
+
+#: Seconds the service waits, after a client's connection ends, for its process to be gone
+#: before sweeping its blobs (a process that runs on keeps them: it unlinks its own).
+SWEEP_PATIENCE = 5.0
+
+
+async def sweep_when_gone(pid: int, patience: float = SWEEP_PATIENCE) -> list[str]:
+    """Sweep ``pid``'s nnrt blobs once the process is gone, checking every 20 ms for at most
+    ``patience`` seconds; the names removed (none if it still runs then)."""
+    deadline = anyio.current_time() + patience
+    while pid_alive(pid):
+        if anyio.current_time() >= deadline:
+            return []
+        await anyio.sleep(0.02)
+    return sweep_blobs_of(pid)
 
 
 class ReceivedMemory:
@@ -154,7 +171,9 @@ class Session:
                 received.close()
             self.received.clear()
             self.memories.close_all()
-            sweep_blobs_of(self.creds.pid)  # a client that died leaves its blobs behind
+        # a client that died leaves its blobs behind; its connection closes while it is still
+        # exiting, so wait (bounded) for the process to be gone before sweeping
+        await sweep_when_gone(self.creds.pid)
 
     def _on_message(self, message: Any) -> Any:
         request_id, verb, body = check_request(message)
