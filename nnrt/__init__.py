@@ -33,6 +33,7 @@ from nnrt.model.types import PaddingCode as PaddingCode
 from nnrt.model.types import Priority as Priority
 
 if TYPE_CHECKING:
+    from nnrt.cache.directory import default_cache_dir as default_cache_dir
     from nnrt.hal.buffers import BufferDesc as BufferDesc
     from nnrt.memory import Memory as Memory
     from nnrt.memory import TensorRef as TensorRef
@@ -65,6 +66,7 @@ _LAZY = {
     "RuntimeStatistics": "nnrt.runtime.stats",
     "SyncRuntime": "nnrt.runtime.sync",
     "run_sync": "nnrt.runtime.sync",
+    "default_cache_dir": "nnrt.cache.directory",
 }
 
 
@@ -116,6 +118,7 @@ __all__ = [
     "UnavailableDevice",
     "Unmappable",
     "Unsupported",
+    "default_cache_dir",
     "load",
     "reference",
     "run_sync",

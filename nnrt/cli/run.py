@@ -159,12 +159,15 @@ class RunResult:
 
 
 async def run_model(model: Model, arrays: Sequence[Array], drivers: Sequence[str],
-                    workers: int, bench: int, threads: int | None = None) -> RunResult:
+                    workers: int, bench: int, threads: int | None = None,
+                    cache_dir: str | None = None) -> RunResult:
     """Compile ``model`` through a runtime on ``drivers``, execute it once, then ``bench``
-    more times (timed one by one); ``threads`` per worker (None: the runtime's default)."""
+    more times (timed one by one); ``threads`` per worker (None: the runtime's default);
+    ``cache_dir``: where the compile caches (None: nowhere)."""
     import nnrt  # noqa: PLC0415
 
-    async with nnrt.Runtime(drivers=drivers, workers=workers, threads=threads) as rt:
+    async with nnrt.Runtime(drivers=drivers, workers=workers, threads=threads,
+                            cache_dir=cache_dir) as rt:
         compiled = await rt.compile(model)
         started = time.perf_counter()
         outputs = await compiled.execute(list(arrays), copy=True)
@@ -198,6 +201,12 @@ def add_run_parser(commands: Any) -> None:
                      "(default 1)")
     run.add_argument("--threads", type=int, default=None, help="threads of each worker's "
                      "kernels: LiteRT's XNNPACK, BLAS, OpenMP (default 1)")
+    cache = run.add_mutually_exclusive_group()
+    cache.add_argument("--cache", action="store_true", help="cache the compiled model in the "
+                       "default cache directory (the one 'nnrt cache' manages: "
+                       "$NNRT_CACHE_DIR, else $XDG_CACHE_HOME/nnrt/compiled)")
+    cache.add_argument("--cache-dir", metavar="DIR", default=None,
+                       help="cache the compiled model in DIR")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, by name")
     run.add_argument("--bench", type=int, default=0, metavar="N",
                      help="time N warm executions; print p50 / p90 latency")
@@ -213,6 +222,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run a parsed ``nnrt run``: 0 done, 1 an error (printed to ``err``)."""
     import anyio  # noqa: PLC0415
 
+    from nnrt.cache.directory import default_cache_dir  # noqa: PLC0415
     from nnrt.errors import NnrtError  # noqa: PLC0415
     from nnrt.hal.discovery import default_drivers  # noqa: PLC0415
 
@@ -229,8 +239,9 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         drivers = args.driver or default_drivers()
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # shown (stderr), never raised
+            cache_dir = (str(default_cache_dir()) if args.cache else args.cache_dir)
             result = anyio.run(run_model, model, arrays, drivers, args.workers, args.bench,
-                               args.threads)
+                               args.threads, cache_dir)
         _report(model, result, out)
         if args.output:
             _save(model, result.outputs, args.output)

@@ -60,7 +60,9 @@ class Runtime:
     :func:`~nnrt.hal.discovery.default_drivers` (every installed built-in driver, fastest
     first: litert, cpu, reference; or ``$NNRT_DRIVERS``); the reference driver is always
     added to run what the others do not take. ``Runtime(connect=PATH)`` uses the pools of an
-    ``nnrt serve`` service instead. ``max_in_flight`` bounds the requests sent to one worker
+    ``nnrt serve`` service instead. ``cache_dir`` is where every ``compile`` caches when it
+    names none (default: no caching; ``nnrt.default_cache_dir()`` is the directory ``nnrt
+    cache`` and ``nnrt run --cache`` use). ``max_in_flight`` bounds the requests sent to one worker
     (backpressure); a worker that has not stopped a cancelled or timed-out execution
     ``cancel_grace`` seconds later (one operation running on and on) is killed and restarted.
     Plain ndarrays larger than 64 KiB travel through a shared arena of at most ``arena_limit``
@@ -81,7 +83,8 @@ class Runtime:
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, cancel_grace: float = 5.0,
                  arena_limit: int = DEFAULT_ARENA_LIMIT,
                  max_queue: int = DEFAULT_MAX_QUEUE,
-                 poll_window: float = DEFAULT_POLL_WINDOW, threads: int | None = None) -> None:
+                 poll_window: float = DEFAULT_POLL_WINDOW, threads: int | None = None,
+                 cache_dir: str | os.PathLike[str] | None = None) -> None:
         if drivers is None:
             drivers = default_drivers()
         if not drivers or isinstance(drivers, str):
@@ -113,6 +116,11 @@ class Runtime:
                           f"{poll_window!r:.40}")
         self._poll_window = float(poll_window)
         self._threads = check_threads(threads)
+        if cache_dir is not None and not isinstance(cache_dir, str | os.PathLike):
+            raise BadData(f"cache_dir must be a path (nnrt.default_cache_dir() for the "
+                          f"default one), got {cache_dir!r:.60}")
+        #: Where ``compile`` caches when not told (None: it does not cache).
+        self.cache_dir = cache_dir
         self._workers = per_driver
         self._connect = connect
         self._max_in_flight = max_in_flight
@@ -215,10 +223,11 @@ class Runtime:
         partition moves to a neighbouring step's driver when the steps saved outweigh the
         speed lost; 0 keeps every operation on its fastest driver (docs/architecture.md).
 
-        ``cache_dir`` caches every step's compiled model on disk (drivers that cache: see
-        ``cache_files_needed``): a later compile of the same model — or a new worker — loads
-        it instead of compiling. ``token`` (32 bytes, NNAPI's cache token) names the model;
-        by default it is derived from the model's content.
+        ``cache_dir`` (default: the runtime's ``cache_dir``, else none) caches every step's
+        compiled model on disk (drivers that cache: see ``cache_files_needed``): a later
+        compile of the same model — or a new worker — loads it instead of compiling.
+        ``token`` (32 bytes, NNAPI's cache token) names the model; by default it is derived
+        from the model's content.
         """
         backend = self._core.require_backend()
         if not isinstance(model, Model):
@@ -241,6 +250,8 @@ class Runtime:
             raise BadData(f"unknown devices {unknown}; this runtime has {known}")
         deadline = deadline_after(timeout)
         step_cost = check_step_cost(step_cost)
+        if cache_dir is None:
+            cache_dir = self.cache_dir
         if cache_dir is None and token is not None:
             raise BadData("compile: a cache token needs a cache_dir")
         directory = None if cache_dir is None else CacheDirectory(cache_dir)

@@ -193,3 +193,16 @@ def test_four_processes_compile_into_one_directory_at_once(tmp_path: Path) -> No
                              str(tmp_path / "cache")], env=env, capture_output=True, text=True,
                             timeout=60, check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+async def test_a_runtime_cache_dir_is_every_compiles_default(tmp_path: Path,
+                                                               spy_log: Path) -> None:
+    cache = tmp_path / "cache"
+    for expected in ("prepare", "prepare_from_cache"):
+        async with nnrt.Runtime(drivers=[SPY], workers=1, cache_dir=cache) as rt:
+            compiled = await rt.compile(add_mul_model())  # no cache_dir here: the runtime's
+            (y,) = await compiled.execute([X])
+        np.testing.assert_array_equal(y, nnrt.reference.run(add_mul_model(), [X])[0])
+        assert calls(spy_log)[-1][0] == expected
+    with pytest.raises(nnrt.BadData, match="cache_dir must be a path"):
+        nnrt.Runtime(cache_dir=True)  # type: ignore[arg-type]

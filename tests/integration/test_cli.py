@@ -224,3 +224,17 @@ def test_a_second_serve_leaves_the_live_service_alone(tmp_path: Path) -> None:
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=30)
     assert first.returncode == 0
+
+
+def test_run_caches_where_nnrt_cache_looks(tmp_path: Path) -> None:
+    env = {**os.environ, "NNRT_CACHE_DIR": str(tmp_path / "cache"),
+           "NNRT_INTEGRITY_DIR": str(tmp_path / "integrity")}
+    model = str(Path(__file__).resolve().parents[2] / "examples" / "models" / "cnn.onnx")
+    for _ in range(2):
+        ran = subprocess.run([sys.executable, "-m", "nnrt", "run", model, "--input-shape",
+                              "x=1x3x32x32", "--random-inputs", "--cache", "--driver", "cpu"],
+                             capture_output=True, text=True, timeout=120, check=False, env=env)
+        assert ran.returncode == 0, ran.stderr
+    listed = subprocess.run([sys.executable, "-m", "nnrt", "cache", "ls"], capture_output=True,
+                            text=True, timeout=60, check=False, env=env)
+    assert listed.returncode == 0 and "1 entries" in listed.stdout, listed.stdout
