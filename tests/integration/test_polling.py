@@ -29,19 +29,22 @@ def _cpu_seconds(pid: int) -> float:
 @pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/sched"),
                     reason="needs /proc/PID/sched (CONFIG_SCHED_DEBUG)")
 async def test_worker_polls_for_its_window_then_sleeps() -> None:
-    used = {}
-    for window in (0.0, 0.01):
-        async with nnrt.Runtime(drivers=["reference"], workers=1, poll_window=window) as rt:
-            compiled = await rt.compile(add_model())
-            await compiled.execute([X])
-            await anyio.sleep(0.05)  # past any window: the worker sleeps
-            pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
-            pid = pool.slots[0].process.pid
-            before = _cpu_seconds(pid)
-            (y,) = await compiled.execute([X])
-            await anyio.sleep(0.2)
-            used[window] = _cpu_seconds(pid) - before
-            np.testing.assert_array_equal(y, X + np.arange(1, 5, dtype=np.float32))
+    used: dict[float, float] = {}
+    for _ in range(3):  # a machine saturated by other processes can starve one round's polls
+        for window in (0.0, 0.01):
+            async with nnrt.Runtime(drivers=["reference"], workers=1, poll_window=window) as rt:
+                compiled = await rt.compile(add_model())
+                await compiled.execute([X])
+                await anyio.sleep(0.05)  # past any window: the worker sleeps
+                pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
+                pid = pool.slots[0].process.pid
+                before = _cpu_seconds(pid)
+                (y,) = await compiled.execute([X])
+                await anyio.sleep(0.2)
+                used[window] = _cpu_seconds(pid) - before
+                np.testing.assert_array_equal(y, X + np.arange(1, 5, dtype=np.float32))
+        if used[0.01] >= used[0.0] + 0.002:
+            break
     # 10 ms of polling (yielding between polls, so at least a few ms of CPU on a busy machine)
     assert used[0.01] >= used[0.0] + 0.002, used
     # ...and then it sleeps: 200 ms idle are not 200 ms of CPU
