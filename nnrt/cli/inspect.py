@@ -11,6 +11,7 @@ node that stops it, and exits 1.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from collections import Counter
@@ -39,6 +40,8 @@ def add_inspect_parser(commands: Any) -> None:
                          help="do not compile: no worker processes, no placement")
     inspect.add_argument("--operations", action="store_true",
                          help="also print where each operation runs and why")
+    inspect.add_argument("--json", action="store_true", help="print JSON (inputs, outputs, "
+                         "operation counts, steps, every operation's placement)")
     inspect.set_defaults(func=lambda args: inspect_command(args, sys.stdout, sys.stderr))
 
 
@@ -57,6 +60,10 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             nodes = getattr(exc, "nodes", None)
             if nodes is None:
                 raise
+            if args.json:
+                print(json.dumps({"model": args.model, "importable": False, "unsupported": [
+                    str(node) for node in nodes]}, indent=2), file=out)
+                return 1
             print(f"{args.model}: cannot be imported: {len(nodes)} ONNX node(s) unsupported",
                   file=out)
             for node in nodes:
@@ -65,17 +72,21 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 print("  (fix dynamic input dims with --input-shape NAME=DIMS, e.g. "
                       "input=1x512)", file=out)
             return 1
+        report = None
+        if not args.no_placement:
+            drivers = args.driver or default_drivers()
+            with warnings.catch_warnings():
+                warnings.simplefilter("always")  # shown (stderr), never raised
+                report = anyio.run(_place, model, drivers)
+        if args.json:
+            print(json.dumps(model_json(args.model, model, report), indent=2), file=out)
+            return 0
         print(f"{args.model}:", file=out)
         for line in describe_model(model):
             print(line, file=out)
-        if args.no_placement:
-            return 0
-        drivers = args.driver or default_drivers()
-        with warnings.catch_warnings():
-            warnings.simplefilter("always")  # shown (stderr), never raised
-            report = anyio.run(_place, model, drivers)
-        for line in describe_placement(model, report, operations=args.operations):
-            print(line, file=out)
+        if report is not None:
+            for line in describe_placement(model, report, operations=args.operations):
+                print(line, file=out)
     except (NnrtError, OSError, ImportError) as exc:
         print(f"nnrt inspect: {exc}", file=err)
         return 1
@@ -90,6 +101,31 @@ async def _place(model: Model, drivers: Sequence[str]) -> PlacementReport:
         report = compiled.placement()
         await compiled.release()
     return report
+
+
+def model_json(source: str, model: Model, report: PlacementReport | None) -> dict[str, Any]:
+    """What ``nnrt inspect --json`` prints: the model's inputs and outputs, operation counts,
+    and (when placed) its steps and every operation's driver and reasons."""
+    from nnrt.model.operation import operation_name  # noqa: PLC0415
+
+    def tensor(info: Any) -> dict[str, Any]:
+        return {"name": info.name, "shape": None if info.shape is None else list(info.shape),
+                "dtype": str(info.dtype), "type": info.type.name}
+
+    found: dict[str, Any] = {
+        "model": source, "importable": True,
+        "inputs": [tensor(i) for i in model.input_info],
+        "outputs": [tensor(o) for o in model.output_info],
+        "operations": dict(Counter(operation_name(op.type) for op in model.operations)),
+    }
+    if report is not None:
+        found["steps"] = [{"index": s.index, "driver": s.driver, "source": s.source,
+                           "operations": list(s.operations), "note": s.note}
+                          for s in report.steps]
+        found["placement"] = [{"operation": o.operation, "type": o.type_name,
+                               "driver": o.driver, "step": o.step, "rejected": dict(o.rejected)}
+                              for o in report.operations]
+    return found
 
 
 def describe_model(model: Model) -> list[str]:

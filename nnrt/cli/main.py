@@ -36,35 +36,49 @@ def _demo(_: argparse.Namespace) -> int:
     return demo(sys.stdout)
 
 
-def _drivers(_: argparse.Namespace) -> int:
+def _drivers(args: argparse.Namespace) -> int:
+    import json  # noqa: PLC0415
+
     from nnrt.errors import BadData  # noqa: PLC0415
-    from nnrt.hal.discovery import available_drivers, load_driver  # noqa: PLC0415
+    from nnrt.hal.discovery import available_drivers, default_drivers, load_driver  # noqa: PLC0415
     from nnrt.model.types import OperationType  # noqa: PLC0415
     from nnrt.ops._framework.registry import definitions  # noqa: PLC0415
 
-    print(f"{'name':<20} {'version':<24} {'type':<12} {'level':>5}  supported ops")
+    rows: list[dict[str, Any]] = []
+    defaults = default_drivers()
     for name in available_drivers():
         try:
             info = load_driver(name).info()
         except BadData as exc:  # installed but not loadable here (e.g. litert without wheels)
-            print(f"{name:<20} {'-':<24} {'-':<12} {'-':>5}  unavailable: {exc}")
+            rows.append({"name": name, "available": False, "reason": str(exc)})
             continue
-        count = len(definitions()) if name == "reference" else "?"
-        print(f"{info.name:<20} {info.version:<24} {info.device_type:<12} "
-              f"{info.feature_level:>5}  {count} of {len(OperationType)}")
+        rows.append({"name": info.name, "available": True, "version": info.version,
+                     "type": info.device_type, "feature_level": info.feature_level,
+                     "default": name in defaults,
+                     "operations": len(definitions()) if name == "reference" else None})
+    if args.json:
+        print(json.dumps({"drivers": rows, "defaults": defaults,
+                          "operation_types": len(OperationType)}, indent=2))
+        return 0
+    print(f"{'name':<20} {'version':<24} {'type':<12} {'level':>5}  supported ops")
+    for row in rows:
+        if not row["available"]:
+            print(f"{row['name']:<20} {'-':<24} {'-':<12} {'-':>5}  unavailable: "
+                  f"{row['reason']}")
+            continue
+        count = "?" if row["operations"] is None else row["operations"]
+        print(f"{row['name']:<20} {row['version']:<24} {row['type']:<12} "
+              f"{row['feature_level']:>5}  {count} of {len(OperationType)}")
+    print(f"default: {', '.join(defaults)}")
     return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import logging  # noqa: PLC0415
-
     import anyio  # noqa: PLC0415
 
     from nnrt.errors import NnrtError, first_error  # noqa: PLC0415
-    from nnrt.serve.server import ClientLimits, serve  # noqa: PLC0415
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     from nnrt.hal.discovery import default_drivers  # noqa: PLC0415
+    from nnrt.serve.server import ClientLimits, serve  # noqa: PLC0415
 
     drivers = args.driver or default_drivers()
     workers = {d: args.workers for d in [*drivers, "reference"]} if args.workers else None
@@ -113,19 +127,30 @@ def _one_line(message: Warning | str, category: type[Warning], filename: str, li
     print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
+def _quiet(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+           file: TextIO | None = None, line: str | None = None) -> None:
+    """``warnings.showwarning`` under ``-q``: nothing."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``nnrt`` command line; returns the exit code (see the module docstring)."""
     from nnrt._version import __version__  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(prog="nnrt", description="nnrt neural-network runtime")
     parser.add_argument("--version", action="version", version=f"nnrt {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log more (-v: info, -vv: debug)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="errors only: no warnings, no progress")
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("demo", help="run an example CNN through worker processes, verified "
                         "against numpy").set_defaults(func=_demo)
     ops = commands.add_parser("ops", help="list NNAPI operations and their kernel status")
     ops.add_argument("--markdown", action="store_true", help="print the docs/ops.md table")
     ops.set_defaults(func=_ops)
-    commands.add_parser("drivers", help="list the installed drivers").set_defaults(func=_drivers)
+    drivers = commands.add_parser("drivers", help="list the installed drivers")
+    drivers.add_argument("--json", action="store_true", help="print JSON")
+    drivers.set_defaults(func=_drivers)
     serve = commands.add_parser("serve", help="run driver pools as a shared service")
     serve.add_argument("--socket", required=True, help="Unix socket path to listen on (0600)")
     serve.add_argument("--driver", action="append", help="driver to serve (repeatable; "
@@ -168,8 +193,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    import logging  # noqa: PLC0415
+
+    quietest = logging.INFO if args.command == "serve" else logging.WARNING  # a service logs
+    level = (logging.ERROR if args.quiet else
+             (quietest, logging.INFO, logging.DEBUG)[min(args.verbose, 2)])
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger().setLevel(level)
     shown: Any = warnings.showwarning
-    warnings.showwarning = _one_line
+    warnings.showwarning = _quiet if args.quiet else _one_line
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:

@@ -238,3 +238,34 @@ def test_run_caches_where_nnrt_cache_looks(tmp_path: Path) -> None:
     listed = subprocess.run([sys.executable, "-m", "nnrt", "cache", "ls"], capture_output=True,
                             text=True, timeout=60, check=False, env=env)
     assert listed.returncode == 0 and "1 entries" in listed.stdout, listed.stdout
+
+
+def test_machine_readable_output_and_quiet_runs(tmp_path: Path) -> None:
+    import json
+
+    drivers = json.loads(_nnrt("drivers", "--json").stdout)
+    names = {row["name"] for row in drivers["drivers"]}
+    assert "reference" in names and drivers["defaults"][-1] == "reference"
+    model = str(Path(__file__).resolve().parents[2] / "examples" / "models" / "cnn.onnx")
+    inspected = _nnrt("inspect", model, "--input-shape", "x=1x3x32x32", "--json")
+    assert inspected.returncode == 0, inspected.stderr
+    report = json.loads(inspected.stdout)
+    assert report["inputs"] == [{"name": "x", "shape": [1, 3, 32, 32], "dtype": "float32",
+                                 "type": "TENSOR_FLOAT32"}]
+    assert sum(len(step["operations"]) for step in report["steps"]) == len(report["placement"])
+    assert not inspected.stderr  # LiteRT's native "INFO: Created ... delegate" lines included
+    vendor = str(Path(__file__).resolve().parents[2] / "examples" / "vendor_plugin")
+    import nnrt
+
+    b = nnrt.ModelBuilder()
+    y = b.input("x", (1, 512, 512))
+    for _ in range(6):
+        y = b.tanh(b.add(y, y))
+    b.output(y)
+    nnrt.save(b.build(), tmp_path / "split.nnrt")
+    quiet = subprocess.run(
+        [sys.executable, "-m", "nnrt", "-q", "run", str(tmp_path / "split.nnrt"),
+         "--random-inputs", "--driver", "acme_npu:make_driver", "--driver", "reference"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": vendor})
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr  # the warning is silenced

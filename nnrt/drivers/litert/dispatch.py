@@ -21,10 +21,13 @@ copy each way.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import os
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,8 +95,9 @@ class LitertDispatch(Dispatch):
             raise BadData("litert bytecode must be bytes")
         checked = _checked(data)
         try:
-            interpreter = Interpreter(model_content=checked, num_threads=threads())
-            interpreter.allocate_tensors()
+            with _native_log():
+                interpreter = Interpreter(model_content=checked, num_threads=threads())
+                interpreter.allocate_tensors()
         except (ValueError, RuntimeError) as exc:
             raise BadData(f"LiteRT refused the partition's flatbuffer: {exc}") from None
         return LitertExecutable(interpreter)
@@ -128,6 +132,33 @@ def _copy_in_float16(interpreter: Any, index: int, value: Array) -> None:
         raise BadData(f"litert: a float16 input of shape {value.shape} for tensor {index} of "
                       f"type {tensor.dtype} and shape {tensor.shape}")
     np.copyto(tensor, value, casting="same_kind")
+
+
+_log = logging.getLogger("nnrt.drivers.litert")
+
+
+@contextlib.contextmanager
+def _native_log() -> Iterator[None]:
+    """What LiteRT's native code writes to stderr (fd 2) during the block, taken off the
+    terminal: its ``INFO:`` lines ("Created TensorFlow Lite XNNPACK delegate for CPU", one per
+    interpreter) dropped, any other line logged as a warning. The capture is a memfd (no
+    file on disk); a worker loads one interpreter at a time."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    capture = os.memfd_create("nnrt-litert-log", os.MFD_CLOEXEC)
+    try:
+        os.dup2(capture, 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            text = os.pread(capture, 1 << 16, 0).decode(errors="replace")
+            for line in text.splitlines():
+                if line.strip() and not line.startswith("INFO: "):
+                    _log.warning("LiteRT: %s", line)
+    finally:
+        os.close(saved)
+        os.close(capture)
 
 
 def _checked(data: bytes) -> bytes:
