@@ -95,13 +95,18 @@ def _ls(directory: Any, out: TextIO) -> int:
 
 def _verify(directory: Any, store_root: str | None, out: TextIO) -> int:
     from nnrt.cache.verify import verify_entry  # noqa: PLC0415
+    from nnrt.cli.progress import Progress  # noqa: PLC0415
 
     counts: dict[str, int] = {}
-    for entry in directory.entries():
+    entries = directory.entries()
+    progress = Progress(len(entries), "verifying")
+    for done, entry in enumerate(entries, 1):
         verdict = verify_entry(directory, entry, store_root)
+        progress.update(done)
         counts[verdict.status] = counts.get(verdict.status, 0) + 1
         detail = f": {verdict.detail}" if verdict.detail else ""
         print(f"{entry.token_hex[:16]}  {verdict.status}{detail}", file=out)
+    progress.close()
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no entries"
     print(summary, file=out)
     return 1 if counts.get("corrupt") else 0

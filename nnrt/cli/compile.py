@@ -7,22 +7,21 @@ compiled partitions."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 __all__ = ["compile_file"]
 
-_BAR = 30
 
 
 def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: str | None,
                  stream: TextIO, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-                 step_cost: float | None = None) -> int:
+                 step_cost: float | None = None, quiet: bool = False) -> int:
     """Compile the model file ``source`` (``.nnrt``, or ``.onnx`` imported with
     ``input_shapes``) for ``drivers`` (default: the compiler plugins among the default
     drivers) into ``target``; returns 0."""
     import nnrt  # noqa: PLC0415
+    from nnrt.cli.progress import Progress  # noqa: PLC0415
     from nnrt.cli.run import load_model_file  # noqa: PLC0415
     from nnrt.errors import BadData  # noqa: PLC0415
     from nnrt.hal.discovery import default_drivers, load_driver  # noqa: PLC0415
@@ -47,23 +46,16 @@ def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: s
         loaded.append(driver)
     if soc is not None and not targeted:
         raise BadData(f"--soc {soc}: none of the drivers {', '.join(drivers)} targets it")
-    started = time.monotonic()
-    tty = stream.isatty()
+    bar = Progress(0, stream=stream, quiet=quiet)
 
     def progress(done: int, total: int, driver: str) -> None:
-        if total == 0:
-            return
-        filled = _BAR * done // total
-        bar = "#" * filled + "." * (_BAR - filled)
-        what = f"compiling partition {done + 1}/{total} on {driver}" if driver else "done"
-        line = f"[{bar}] {done}/{total} {what} ({time.monotonic() - started:.1f} s)"
-        stream.write(("\r" + line.ljust(90)) if tty else line + "\n")
-        stream.flush()
+        if bar.total != total:
+            bar.total, bar.shown = total, not quiet and total > 0 and stream.isatty()
+        bar.update(done, f"compiling partition {done + 1} on {driver}" if driver else "done")
 
     aot, modules = compile_ahead(model, loaded, progress=progress,
                                  step_cost=STEP_COST if step_cost is None else step_cost)
-    if tty:
-        stream.write("\n")
+    bar.close()
     nnrt.save(model, target, aot=aot, modules=modules)
     covered = sum(len(r.operations) for r in aot.dispatches)
     stream.write(f"{target}: {len(aot.dispatches)} partition(s) compiled ahead of time "

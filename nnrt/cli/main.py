@@ -108,7 +108,7 @@ def _compile(args: argparse.Namespace) -> int:
     try:
         return compile_file(args.model, args.output, args.driver or None, args.soc, sys.stderr,
                             input_shapes=parse_shapes(args.input_shape),
-                            step_cost=args.step_cost)
+                            step_cost=args.step_cost, quiet=args.quiet)
     except (NnrtError, OSError, ImportError) as exc:
         print(f"nnrt compile: {exc}", file=sys.stderr)
         return 1

@@ -160,11 +160,13 @@ class RunResult:
 
 async def run_model(model: Model, arrays: Sequence[Array], drivers: Sequence[str],
                     workers: int, bench: int, threads: int | None = None,
-                    cache_dir: str | None = None) -> RunResult:
+                    cache_dir: str | None = None, quiet: bool = False) -> RunResult:
     """Compile ``model`` through a runtime on ``drivers``, execute it once, then ``bench``
     more times (timed one by one); ``threads`` per worker (None: the runtime's default);
-    ``cache_dir``: where the compile caches (None: nowhere)."""
+    ``cache_dir``: where the compile caches (None: nowhere); a progress line while
+    benchmarking on a terminal unless ``quiet``."""
     import nnrt  # noqa: PLC0415
+    from nnrt.cli.progress import Progress  # noqa: PLC0415
 
     async with nnrt.Runtime(drivers=drivers, workers=workers, threads=threads,
                             cache_dir=cache_dir) as rt:
@@ -173,10 +175,13 @@ async def run_model(model: Model, arrays: Sequence[Array], drivers: Sequence[str
         outputs = await compiled.execute(list(arrays), copy=True)
         first = time.perf_counter() - started
         times = []
-        for _ in range(bench):
+        progress = Progress(bench, "benchmarking", quiet=quiet)
+        for k in range(bench):
             started = time.perf_counter()
             await compiled.execute(list(arrays))
             times.append(time.perf_counter() - started)
+            progress.update(k + 1)
+        progress.close()
         placement = compiled.placement()
         await compiled.release()
     return RunResult(outputs, placement, first, times)
@@ -241,7 +246,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             warnings.simplefilter("always")  # shown (stderr), never raised
             cache_dir = (str(default_cache_dir()) if args.cache else args.cache_dir)
             result = anyio.run(run_model, model, arrays, drivers, args.workers, args.bench,
-                               args.threads, cache_dir)
+                               args.threads, cache_dir, getattr(args, "quiet", False))
         _report(model, result, out)
         if args.output:
             _save(model, result.outputs, args.output)
