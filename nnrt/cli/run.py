@@ -10,6 +10,7 @@ and the parsers of ``NAME=1x512`` shapes and ``NAME=FILE.npy`` inputs.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -213,6 +214,8 @@ def add_run_parser(commands: Any) -> None:
     cache.add_argument("--cache-dir", metavar="DIR", default=None,
                        help="cache the compiled model in DIR")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs, by name")
+    run.add_argument("--json", action="store_true", help="print JSON: drivers, steps, output "
+                     "summaries, timings")
     run.add_argument("--bench", type=int, default=0, metavar="N",
                      help="time N warm executions; print p50 / p90 latency")
     run.add_argument("--profile", action="store_true",
@@ -247,7 +250,12 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             cache_dir = (str(default_cache_dir()) if args.cache else args.cache_dir)
             result = anyio.run(run_model, model, arrays, drivers, args.workers, args.bench,
                                args.threads, cache_dir, getattr(args, "quiet", False))
-        _report(model, result, out)
+        if args.json:
+            if args.profile:
+                raise BadData("--json and --profile: choose one")
+            print(json.dumps(result_json(model, result), indent=2), file=out)
+        else:
+            _report(model, result, out)
         if args.output:
             _save(model, result.outputs, args.output)
             print(f"saved {len(result.outputs)} output(s) to {args.output}", file=out)
@@ -264,6 +272,28 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _names(model: Model, indices: Sequence[int], stem: str) -> list[str]:
     return [model.operands[i].name or f"{stem}{k}" for k, i in enumerate(indices)]
+
+
+def result_json(model: Model, result: RunResult) -> dict[str, Any]:
+    """What ``nnrt run --json`` prints: where it ran, its outputs (summaries) and timings."""
+    placement = result.placement
+    found: dict[str, Any] = {
+        "drivers": placement.drivers(), "steps": len(placement.steps),
+        "operations": len(model.operations), "first_ms": result.first_seconds * 1e3,
+        "outputs": [{"name": name, "dtype": str(np.asarray(arr).dtype),
+                     "shape": list(np.asarray(arr).shape),
+                     **({"min": float(np.min(arr)), "max": float(np.max(arr)),
+                         "mean": float(np.mean(arr))}
+                        if np.asarray(arr).size and np.asarray(arr).dtype.kind in "biuf" else {})}
+                    for name, arr in zip(_names(model, model.outputs, "output"), result.outputs,
+                                         strict=True)],
+    }
+    if result.bench_seconds:
+        ms = np.array(result.bench_seconds) * 1e3
+        found["bench"] = {"runs": len(ms), "p50_ms": float(np.percentile(ms, 50)),
+                          "p90_ms": float(np.percentile(ms, 90)), "min_ms": float(ms.min()),
+                          "mean_ms": float(ms.mean())}
+    return found
 
 
 def _report(model: Model, result: RunResult, out: TextIO) -> None:

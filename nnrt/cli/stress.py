@@ -30,7 +30,8 @@ def add_stress_parser(commands: Any) -> None:
     stress.add_argument("--concurrency", type=int, default=3, help="request loops per client "
                         "(default 3)")
     stress.add_argument("--seed", type=int, default=0, help="seed of the traffic and the killer")
-    stress.add_argument("--json", default=None, metavar="FILE", help="write the full report")
+    stress.add_argument("--json", default=None, metavar="FILE",
+                        help="write the full report as JSON to FILE ('-': stdout)")
     stress.set_defaults(func=run_stress_command)
 
 
@@ -48,9 +49,12 @@ def run_stress_command(args: argparse.Namespace) -> int:
                           workers=args.workers, seed=args.seed, mode=args.mode,
                           concurrency=args.concurrency)
     report = run_stress(config, ["nnrt", *sys.argv[1:]])
-    for line in report.lines():
-        print(line, flush=True)
-    if args.json is not None:
+    for line in report.lines():  # on stderr when stdout carries the JSON
+        print(line, flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
+    if args.json == "-":
+        json.dump(report.to_json(), sys.stdout, indent=1)
+        print()
+    elif args.json is not None:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report.to_json(), f, indent=1)
     return 1 if report.failed else 0

@@ -269,3 +269,16 @@ def test_machine_readable_output_and_quiet_runs(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "PYTHONPATH": vendor})
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr  # the warning is silenced
+
+
+def test_run_prints_json() -> None:
+    import json
+
+    model = str(Path(__file__).resolve().parents[2] / "examples" / "models" / "cnn.onnx")
+    ran = _nnrt("run", model, "--input-shape", "x=2x3x32x32", "--random-inputs", "--bench", "5",
+                "--json")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["outputs"][0]["name"] == "output" and result["outputs"][0]["shape"] == [2, 10]
+    assert result["bench"]["runs"] == 5 and result["bench"]["p50_ms"] > 0
+    assert result["operations"] == 29 and result["steps"] >= 1
