@@ -48,7 +48,15 @@ def run_stress_command(args: argparse.Namespace) -> int:
                           kill_every=args.kill_every, connect=args.connect,
                           workers=args.workers, seed=args.seed, mode=args.mode,
                           concurrency=args.concurrency)
-    report = run_stress(config, ["nnrt", *sys.argv[1:]])
+    from nnrt.cli.progress import Progress  # noqa: PLC0415
+
+    progress = Progress(int(args.duration), "seconds of traffic",
+                        quiet=getattr(args, "quiet", False))
+    try:
+        report = run_stress(config, ["nnrt", *sys.argv[1:]],
+                            tick=lambda seconds: progress.update(int(seconds)))
+    finally:
+        progress.close()
     for line in report.lines():  # on stderr when stdout carries the JSON
         print(line, flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json == "-":

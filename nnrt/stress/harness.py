@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,8 +71,10 @@ def _modes(config: StressConfig) -> list[bool]:
     return [k % 2 == 1 for k in range(config.clients)]
 
 
-def run_stress(config: StressConfig, command: list[str]) -> StressReport:
-    """Run the stress test described by ``config``; the report says what happened."""
+def run_stress(config: StressConfig, command: list[str],
+               tick: Callable[[float], None] | None = None) -> StressReport:
+    """Run the stress test described by ``config``; the report says what happened.
+    ``tick`` is called with the seconds of traffic so far, a few times a second."""
     if config.mode not in ("shared", "embedded", "both"):
         raise ValueError(f"mode must be shared, embedded or both, got {config.mode!r}")
     report = StressReport(command=command, duration=config.duration)
@@ -96,7 +99,7 @@ def run_stress(config: StressConfig, command: list[str]) -> StressReport:
             service_rss = RssSeries(f"service (pid {service.pid})") if service else None
             for k, embedded in enumerate(modes):
                 clients.append(_start_client(k, embedded, config, service, workdir, env))
-            _drive(config, report, service, clients, service_rss, seen)
+            _drive(config, report, service, clients, service_rss, seen, tick)
             if service is not None and service_rss is not None:
                 _check_service(report, service, service_fds, config.workers * 2, seen)
                 report.rss.append(service_rss)
@@ -162,7 +165,8 @@ def _start_client(k: int, embedded: bool, config: StressConfig, service: Service
 
 
 def _drive(config: StressConfig, report: StressReport, service: Service | None,
-           clients: list[_Client], service_rss: RssSeries | None, seen: set[int]) -> None:
+           clients: list[_Client], service_rss: RssSeries | None, seen: set[int],
+           tick: Callable[[float], None] | None = None) -> None:
     """Kill workers and sample RSS until every client has exited (or must be given up)."""
     rng = random.Random(config.seed)
     _wait_ready(clients)
@@ -197,6 +201,8 @@ def _drive(config: StressConfig, report: StressReport, service: Service | None,
                                                f"{CLIENT_SLACK:g} s after the duration, killed")
                     _kill_tree(client.proc.pid)
                     client.proc.wait()
+        if tick is not None:
+            tick(min(now - start, config.duration))
         time.sleep(0.05)
 
 
