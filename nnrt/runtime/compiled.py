@@ -10,6 +10,7 @@ import numpy as np
 
 from nnrt.errors import BadState
 from nnrt.model.binding import InputBinder, Inputs
+from nnrt.runtime.core import Shared, let_go
 from nnrt.runtime.step import Step
 from nnrt.runtime.stepper import PlanRunner
 
@@ -34,12 +35,14 @@ class CompiledModel:
     Made by :meth:`nnrt.Runtime.compile`. A model placed whole on one driver runs as one step;
     a model split across drivers runs its execution plan's steps, independent ones at once.
     :meth:`release` frees it on the workers at once; a compiled model collected without it is
-    freed by the runtime's next ``compile`` (its workers hold at most a few thousand).
+    freed by the runtime's next ``compile`` (its workers hold at most a few thousand). A
+    compile of the same model object with the same options while an earlier one is held
+    shares its prepared model (NNAPI-style reuse): nothing is compiled or prepared again, and
+    the workers free it when the last holder lets go.
     """
 
     def __init__(self, runtime: Runtime, core: RuntimeCore, model: Model,
-                 compilation: Compilation, priority: int,
-                 constants: Memory | None = None) -> None:
+                 compilation: Compilation, priority: int, shared: Shared) -> None:
         #: The runtime that compiled it.
         self.runtime = runtime
         #: The runtime's core (backend, arena, memories) this model executes through.
@@ -48,8 +51,9 @@ class CompiledModel:
         self.priority = priority
         #: The backend's reference of the (first) step.
         self.ref: CompiledRef = compilation.refs[0]
-        #: The memory holding constants the runtime packed for this model (if any).
-        self.constants = constants
+        #: The compilation on the workers, shared with identical compiles.
+        self._shared = shared
+        self._released = False
         self._placement: PlacementReport = compilation.report
         key = id(self)
         plan = compilation.plan
@@ -62,9 +66,8 @@ class CompiledModel:
             self._steps = [Step(core, step.outlined.model, ref, priority, key)
                            for step, ref in zip(plan.steps, compilation.refs, strict=True)]
             self._runner = PlanRunner(plan, self._steps, InputBinder(model))
-        # collected without release(): the runtime frees its steps (no reference to self here)
-        self._finalizer = weakref.finalize(
-            self, core.dropped.append, ([step.ref for step in self._steps], constants))
+        # collected without release(): the runtime lets go of its share (no reference to self)
+        self._finalizer = weakref.finalize(self, core.dropped.append, shared)
 
     @property
     def inputs(self) -> tuple[TensorInfo, ...]:
@@ -105,22 +108,26 @@ class CompiledModel:
         runtime's shared arena, written there by the worker (the region is reused once the view
         is collected); ``copy=True`` returns arrays owning their memory instead.
         """
-        if self.ref.released:
+        if self._released or self.ref.released:
             raise BadState("this compiled model was released")
         return await self._runner.execute(inputs, outputs, timeout, copy)
 
     async def release(self) -> None:
-        """Free this model on every worker; executing it afterwards raises ``BadState``."""
+        """Free this model on every worker (once no identical compile of the runtime uses it
+        too); executing it afterwards raises ``BadState``."""
+        if self._released:
+            return
+        self._released = True
         self._finalizer.detach()
-        backend = self.core.backend
-        if backend is not None:
-            for step in self._steps:
-                if not step.ref.released:
-                    await backend.release(step.ref)
-        self.ref.released = True
-        for step in self._steps:
-            step.ref.released = True
-        if self.constants is not None:
-            self.core.packed.pop(self.constants.id, None)
-            self.constants.close()
+        await let_go(self.core, self._shared)
+
+    @property
+    def constants(self) -> Memory | None:
+        """The memory holding the constants the runtime packed for this model (if any)."""
+        return self._shared.constants
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` was called (or the runtime closed)."""
+        return self._released or self.ref.released
 

@@ -13,7 +13,7 @@ import contextlib
 import math
 import time
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nnrt.errors import BadData, BadState, NnrtError
 from nnrt.memory import Memory
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from nnrt.runtime.backends.base import Backend, CompiledRef
     from nnrt.runtime.buffers import DeviceMemory
 
-__all__ = ["RuntimeCore", "deadline_after", "release_dropped"]
+__all__ = ["RuntimeCore", "Shared", "deadline_after", "let_go", "release_dropped"]
 
 
 class RuntimeCore:
@@ -33,7 +33,8 @@ class RuntimeCore:
     ``backend`` and ``arena`` are set while the runtime runs (None before start and after close).
     """
 
-    __slots__ = ("__weakref__", "arena", "backend", "buffers", "dropped", "memory", "packed")
+    __slots__ = ("__weakref__", "arena", "backend", "buffers", "dropped", "memory", "packed",
+                 "shared")
 
     def __init__(self) -> None:
         self.backend: Backend | None = None
@@ -46,7 +47,10 @@ class RuntimeCore:
         self.buffers: weakref.WeakSet[DeviceMemory] = weakref.WeakSet()
         #: What compiled models collected without ``release()`` left to free: their steps'
         #: references and packed constants (appended by their finalizers, in any thread).
-        self.dropped: list[tuple[list[CompiledRef], Memory | None]] = []
+        self.dropped: list[Shared] = []
+        #: Live compilations by what was compiled (the model object, which is immutable once
+        #: finished, and every compile option): an identical compile shares them.
+        self.shared: dict[tuple[Any, ...], Shared] = {}
 
     def require_backend(self) -> Backend:
         """The running backend, or ``BadState`` saying how to start one."""
@@ -56,18 +60,47 @@ class RuntimeCore:
         return backend
 
 
+class Shared:
+    """One compilation on the workers (its steps' references and packed constants), shared by
+    the compiled models of identical compiles; freed when the last of them is released."""
+
+    __slots__ = ("compilation", "constants", "key", "model", "refs", "users")
+
+    def __init__(self, key: tuple[Any, ...], model: Any, compilation: Any,
+                 refs: list[CompiledRef], constants: Memory | None) -> None:
+        self.key = key
+        #: What was compiled (the key holds its id) and the compilation's report and plan.
+        self.model = model
+        self.compilation = compilation
+        self.refs = refs
+        self.constants = constants
+        #: Compiled models using it, not yet released (or collected).
+        self.users = 1
+
+
+async def let_go(core: RuntimeCore, shared: Shared) -> None:
+    """One compiled model of ``shared`` is done: free it on the workers if it was the last."""
+    shared.users -= 1
+    if shared.users > 0:
+        return
+    if core.shared.get(shared.key) is shared:
+        del core.shared[shared.key]
+    backend = core.backend
+    for ref in shared.refs:
+        if not ref.released and backend is not None:
+            with contextlib.suppress(NnrtError):  # a worker that went away frees nothing
+                await backend.release(ref)
+        ref.released = True
+    if shared.constants is not None:
+        core.packed.pop(shared.constants.id, None)
+        shared.constants.close()
+
+
 async def release_dropped(core: RuntimeCore) -> None:
-    """Free on the workers what compiled models collected without ``release()`` held (the
-    runtime calls this before each compile, so a service compiling per request stays bounded)."""
+    """Let go of what compiled models collected without ``release()`` held (the runtime calls
+    this before each compile, so a service compiling per request stays bounded)."""
     while core.dropped and core.backend is not None:
-        refs, constants = core.dropped.pop()
-        for ref in refs:
-            if not ref.released:
-                with contextlib.suppress(NnrtError):  # a worker that went away frees nothing
-                    await core.backend.release(ref)
-        if constants is not None:
-            core.packed.pop(constants.id, None)
-            constants.close()
+        await let_go(core, core.dropped.pop())
 
 
 def deadline_after(timeout: float | None) -> float | None:

@@ -33,7 +33,7 @@ from nnrt.runtime.compile.caching import placed_with_token
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
 from nnrt.runtime.compiled import CompiledModel
-from nnrt.runtime.core import RuntimeCore, deadline_after, release_dropped
+from nnrt.runtime.core import RuntimeCore, Shared, deadline_after, release_dropped
 from nnrt.runtime.stats import RuntimeStatistics
 
 if TYPE_CHECKING:
@@ -195,6 +195,7 @@ class Runtime:
             packed.close()
         core.packed.clear()
         core.dropped.clear()  # the workers that held them stop now
+        core.shared.clear()
         if core.arena is not None:
             core.arena.close()
         self.memory.close()
@@ -250,6 +251,14 @@ class Runtime:
             raise BadData(f"unknown devices {unknown}; this runtime has {known}")
         deadline = deadline_after(timeout)
         step_cost = check_step_cost(step_cost)
+        effective = cache_dir if cache_dir is not None else self.cache_dir
+        key = (id(model), int(pref), prio, tuple(candidates), step_cost, bool(allow_fallback),
+               None if effective is None else os.fspath(effective), token)
+        shared = self._core.shared.get(key)
+        if shared is not None and shared.model is model and not any(
+                ref.released for ref in shared.refs):
+            shared.users += 1  # compiled before and still held: the workers have it already
+            return CompiledModel(self, self._core, model, shared.compilation, prio, shared)
         if cache_dir is None:
             cache_dir = self.cache_dir
         if cache_dir is None and token is not None:
@@ -273,7 +282,9 @@ class Runtime:
             raise
         if placed.packed is not None:
             self._core.packed[placed.packed.id] = placed.packed
-        return CompiledModel(self, self._core, model, compilation, prio, placed.packed)
+        shared = Shared(key, model, compilation, list(compilation.refs), placed.packed)
+        self._core.shared[key] = shared
+        return CompiledModel(self, self._core, model, compilation, prio, shared)
 
     async def allocate(self, desc: BufferDesc, input_roles: Sequence[BufferRole] = (),
                        output_roles: Sequence[BufferRole] = ()) -> DeviceMemory:

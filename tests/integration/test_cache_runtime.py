@@ -206,3 +206,26 @@ async def test_a_runtime_cache_dir_is_every_compiles_default(tmp_path: Path,
         assert calls(spy_log)[-1][0] == expected
     with pytest.raises(nnrt.BadData, match="cache_dir must be a path"):
         nnrt.Runtime(cache_dir=True)  # type: ignore[arg-type]
+
+
+async def test_an_identical_compile_shares_the_prepared_model(spy_log: Path) -> None:
+    model = add_mul_model()
+    async with nnrt.Runtime(drivers=[SPY], workers=1) as rt:
+        first = await rt.compile(model)
+        second = await rt.compile(model)  # the same model object, the same options
+        assert [c for c, _, _ in calls(spy_log)] == ["prepare"]
+        assert second.ref is first.ref
+        other = await rt.compile(model, priority=nnrt.Priority.HIGH)  # another option
+        assert [c for c, _, _ in calls(spy_log)] == ["prepare", "prepare"]
+        await first.release()
+        with pytest.raises(nnrt.BadState, match="released"):
+            await first.execute([X])
+        (y,) = await second.execute([X])  # still prepared for the other holder
+        np.testing.assert_array_equal(y, nnrt.reference.run(model, [X])[0])
+        await second.release()  # the last holder: freed on the worker
+        assert second.ref.released
+        third = await rt.compile(model)
+        assert [c for c, _, _ in calls(spy_log)] == ["prepare", "prepare", "prepare"]
+        for compiled in (third, other):
+            (y,) = await compiled.execute([X])
+            await compiled.release()

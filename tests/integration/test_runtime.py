@@ -271,13 +271,12 @@ async def test_worker_stuck_after_cancel_is_killed_and_requests_move_on(
 async def test_compiled_models_dropped_without_release_are_freed() -> None:
     # a worker holds at most 4096 prepared models (nnrt.worker.connection.MAX_HANDLES): a
     # service compiling per request must not run out because it drops what it compiled
-    model = add_model()
     async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
-        for _ in range(4200):
-            compiled = await rt.compile(model)
+        for _ in range(4200):  # distinct model objects: no compile shares another's
+            compiled = await rt.compile(add_model())
         (y,) = await compiled.execute([X])
         np.testing.assert_array_equal(y, X + X)
-        kept = await rt.compile(model)
+        kept = await rt.compile(add_model())
         await kept.release()  # released explicitly: its finalizer queues nothing more
         del kept
         assert not rt._core.dropped
