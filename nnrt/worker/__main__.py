@@ -9,6 +9,7 @@ mode: many connections, mode 0600). SIGTERM closes everything and exits 0.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import logging
 import signal
@@ -74,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="nnrt.worker[%(process)d] %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _exit_now)  # until the service can stop cleanly
+    # SIGUSR1 prints every thread's stack to stderr: what a worker that does not stop is
+    # doing (the conformance kit's stop check sends it before it gives up and kills)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     ignore_float_errors_here()  # executions run on this thread: NNAPI float semantics
     try:
         driver = load_driver(args.driver)

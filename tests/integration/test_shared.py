@@ -22,6 +22,7 @@ import nnrt
 from nnrt.ipc.framing import FrameReader, encode_frame, send_frame
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.runtime.compile.compilation import Compilation
+from nnrt.runtime.core import Shared
 
 X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
 EXPECTED = X + np.arange(1, 5, dtype=np.float32)
@@ -82,9 +83,11 @@ async def test_handles_are_scoped_to_their_connection(service: str) -> None:
         compiled = await a.compile(add_model())
         (y,) = await compiled.execute([X])
         np.testing.assert_array_equal(y, EXPECTED)
-        stolen = nnrt.CompiledModel(b, b._core, compiled.model,
-                                    Compilation([compiled.ref], None, compiled.placement()),
-                                    compiled.priority)
+        stolen_compilation = Compilation([compiled.ref], None, compiled.placement())
+        stolen = nnrt.CompiledModel(b, b._core, compiled.model, stolen_compilation,
+                                    compiled.priority,
+                                    Shared(("stolen",), compiled.model, stolen_compilation,
+                                           [compiled.ref], None))
         with pytest.raises(nnrt.BadData, match="unknown handle"):
             await stolen.execute([X])
 

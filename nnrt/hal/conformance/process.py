@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -162,6 +163,9 @@ class WorkerSession:
             try:
                 self.process.wait(TIMEOUT)
             except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):  # its stacks, into its stderr
+                    self.process.send_signal(signal.SIGUSR1)
+                time.sleep(0.5)
                 self.process.kill()
                 self.process.wait()
                 return None
