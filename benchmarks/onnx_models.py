@@ -175,15 +175,20 @@ async def _round_trip(rt: nnrt.Runtime, runs: int) -> float:
     x = b.input("x", (1, 4))
     b.output(b.add(x, x))
     compiled = await rt.compile(b.build(), devices=["reference"])
-    feed = [np.ones((1, 4), np.float32)]
+    median = await _median_execute_ms(compiled, [np.ones((1, 4), np.float32)], runs)
+    await compiled.release()
+    return median
+
+
+async def _median_execute_ms(compiled: nnrt.CompiledModel, inputs: Any, runs: int) -> float:
+    """The median of ``runs`` timed executions, after a few untimed ones (as _median_ms)."""
     for _ in range(max(3, runs // 10)):
-        await compiled.execute(feed)
+        await compiled.execute(inputs)
     times = []
     for _ in range(runs):
         start = time.perf_counter_ns()
-        await compiled.execute(feed)
+        await compiled.execute(inputs)
         times.append(time.perf_counter_ns() - start)
-    await compiled.release()
     return statistics.median(times) / 1e6
 
 
@@ -203,18 +208,12 @@ async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtim
     for _ in range(WARM_EXECUTIONS):
         await compiled.execute(inputs)
     await anyio.sleep(STAGE2_SECONDS)
-    for _ in range(max(3, runs // 10)):
-        await compiled.execute(inputs)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        await compiled.execute(inputs)
-        times.append(time.perf_counter_ns() - start)
+    median = await _median_execute_ms(compiled, inputs, runs)
     await compiled.release()
     alone = None
     if [s.driver for s in steps] == ["litert"]:
         alone = _litert(model, inputs, runs)
-    return statistics.median(times) / 1e6, [np.asarray(o) for o in outputs], placement, alone
+    return median, [np.asarray(o) for o in outputs], placement, alone
 
 
 async def main() -> None:

@@ -46,16 +46,17 @@ def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: s
         loaded.append(driver)
     if soc is not None and not targeted:
         raise BadData(f"--soc {soc}: none of the drivers {', '.join(drivers)} targets it")
-    bar = Progress(0, stream=stream, quiet=quiet)
+    bars: list[Progress] = []  # made once the partition count is known
 
     def progress(done: int, total: int, driver: str) -> None:
-        if bar.total != total:
-            bar.total, bar.shown = total, not quiet and total > 0 and stream.isatty()
-        bar.update(done, f"compiling partition {done + 1} on {driver}" if driver else "done")
+        if not bars:
+            bars.append(Progress(total, stream=stream, quiet=quiet))
+        bars[0].update(done, f"compiling partition {done + 1} on {driver}" if driver else "done")
 
     aot, modules = compile_ahead(model, loaded, progress=progress,
                                  step_cost=STEP_COST if step_cost is None else step_cost)
-    bar.close()
+    for bar in bars:
+        bar.close()
     nnrt.save(model, target, aot=aot, modules=modules)
     covered = sum(len(r.operations) for r in aot.dispatches)
     stream.write(f"{target}: {len(aot.dispatches)} partition(s) compiled ahead of time "

@@ -21,7 +21,7 @@ from nnrt.runtime.memories import MemoryManager
 
 if TYPE_CHECKING:
     from nnrt.runtime.arena import Arena
-    from nnrt.runtime.backends.base import Backend, CompiledRef
+    from nnrt.runtime.backends.base import Backend
     from nnrt.runtime.buffers import DeviceMemory
 
 __all__ = ["RuntimeCore", "Shared", "deadline_after", "let_go", "release_dropped"]
@@ -64,15 +64,15 @@ class Shared:
     """One compilation on the workers (its steps' references and packed constants), shared by
     the compiled models of identical compiles; freed when the last of them is released."""
 
-    __slots__ = ("compilation", "constants", "key", "model", "refs", "users")
+    __slots__ = ("compilation", "constants", "key", "model", "users")
 
     def __init__(self, key: tuple[Any, ...], model: Any, compilation: Any,
-                 refs: list[CompiledRef], constants: Memory | None) -> None:
+                 constants: Memory | None) -> None:
         self.key = key
-        #: What was compiled (the key holds its id) and the compilation's report and plan.
+        #: What was compiled (the key holds its id) and its compilation: the steps' references,
+        #: the report and the plan.
         self.model = model
         self.compilation = compilation
-        self.refs = refs
         self.constants = constants
         #: Compiled models using it, not yet released (or collected).
         self.users = 1
@@ -86,7 +86,7 @@ async def let_go(core: RuntimeCore, shared: Shared) -> None:
     if core.shared.get(shared.key) is shared:
         del core.shared[shared.key]
     backend = core.backend
-    for ref in shared.refs:
+    for ref in shared.compilation.refs:
         if not ref.released and backend is not None:
             with contextlib.suppress(NnrtError):  # a worker that went away frees nothing
                 await backend.release(ref)

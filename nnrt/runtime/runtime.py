@@ -251,16 +251,15 @@ class Runtime:
             raise BadData(f"unknown devices {unknown}; this runtime has {known}")
         deadline = deadline_after(timeout)
         step_cost = check_step_cost(step_cost)
-        effective = cache_dir if cache_dir is not None else self.cache_dir
-        key = (id(model), int(pref), prio, tuple(candidates), step_cost, bool(allow_fallback),
-               None if effective is None else os.fspath(effective), token)
-        shared = self._core.shared.get(key)
-        if shared is not None and shared.model is model and not any(
-                ref.released for ref in shared.refs):
-            shared.users += 1  # compiled before and still held: the workers have it already
-            return CompiledModel(self, self._core, model, shared.compilation, prio, shared)
         if cache_dir is None:
             cache_dir = self.cache_dir
+        key = (id(model), int(pref), prio, tuple(candidates), step_cost, bool(allow_fallback),
+               None if cache_dir is None else os.fspath(cache_dir), token)
+        shared = self._core.shared.get(key)
+        if shared is not None and shared.model is model and not any(
+                ref.released for ref in shared.compilation.refs):
+            shared.users += 1  # compiled before and still held: the workers have it already
+            return CompiledModel(self, self._core, model, shared.compilation, prio, shared)
         if cache_dir is None and token is not None:
             raise BadData("compile: a cache token needs a cache_dir")
         directory = None if cache_dir is None else CacheDirectory(cache_dir)
@@ -282,7 +281,7 @@ class Runtime:
             raise
         if placed.packed is not None:
             self._core.packed[placed.packed.id] = placed.packed
-        shared = Shared(key, model, compilation, list(compilation.refs), placed.packed)
+        shared = Shared(key, model, compilation, placed.packed)
         self._core.shared[key] = shared
         return CompiledModel(self, self._core, model, compilation, prio, shared)
 

@@ -105,6 +105,14 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _still_running(pids: list[int], patience: float = 10.0) -> list[int]:
+    """Those of ``pids`` still there after up to ``patience`` seconds of waiting."""
+    deadline = time.monotonic() + patience
+    while any(os.path.exists(f"/proc/{p}") for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if os.path.exists(f"/proc/{p}")]
+
+
 def test_ctrl_c_during_run_bench_is_one_line_and_exit_130(tmp_path: Path) -> None:
     import numpy as np
 
@@ -135,10 +143,7 @@ def test_ctrl_c_during_run_bench_is_one_line_and_exit_130(tmp_path: Path) -> Non
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "nnrt run: interrupted", err
     assert "Traceback" not in err
-    deadline = time.monotonic() + 10
-    while any(os.path.exists(f"/proc/{pid}") for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")], "workers left behind"
+    assert not _still_running(workers), "workers left behind"
 
 
 def test_ctrl_c_during_stress_leaves_no_directory_or_process() -> None:
@@ -163,10 +168,7 @@ def test_ctrl_c_during_stress_leaves_no_directory_or_process() -> None:
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "nnrt stress: interrupted"
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "nnrt-stress-*"))) == before
-    deadline = time.monotonic() + 10
-    while any(os.path.exists(f"/proc/{p}") for p in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in children if os.path.exists(f"/proc/{p}")], "processes left behind"
+    assert not _still_running(children), "processes left behind"
 
 
 def test_a_partition_warning_is_one_line(tmp_path: Path) -> None:

@@ -87,7 +87,7 @@ async def test_handles_are_scoped_to_their_connection(service: str) -> None:
         stolen = nnrt.CompiledModel(b, b._core, compiled.model, stolen_compilation,
                                     compiled.priority,
                                     Shared(("stolen",), compiled.model, stolen_compilation,
-                                           [compiled.ref], None))
+                                           None))
         with pytest.raises(nnrt.BadData, match="unknown handle"):
             await stolen.execute([X])
 
