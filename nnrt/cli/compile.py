@@ -29,7 +29,7 @@ def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: s
     from nnrt.runtime.compile.aot import compile_ahead  # noqa: PLC0415
     from nnrt.runtime.compile.partitioner import STEP_COST  # noqa: PLC0415
 
-    model = load_model_file(source, input_shapes)
+    model = load_model_file(source, input_shapes, quiet=quiet)
     if drivers is None:
         drivers = [name for name in default_drivers()
                    if isinstance(load_driver(name), PluginDriver)]

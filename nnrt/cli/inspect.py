@@ -55,7 +55,8 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     try:
         try:
-            model = load_model_file(args.model, parse_shapes(args.input_shape))
+            model = load_model_file(args.model, parse_shapes(args.input_shape),
+                                        quiet=getattr(args, "quiet", False))
         except NnrtError as exc:
             nodes = getattr(exc, "nodes", None)
             if nodes is None:

@@ -80,13 +80,27 @@ def parse_inputs(items: Sequence[str] | None) -> dict[str, Array]:
 
 
 def load_model_file(path: str | os.PathLike[str],
-                    input_shapes: Mapping[str, Sequence[int]] | None = None) -> Model:
-    """The model in ``path``: an ONNX file (``.onnx``) imported with ``input_shapes``, else a
-    ``.nnrt`` file (whose shapes are fixed: ``input_shapes`` is refused)."""
+                    input_shapes: Mapping[str, Sequence[int]] | None = None, *,
+                    quiet: bool = False) -> Model:
+    """The model in ``path``: an ONNX file (``.onnx``) imported with ``input_shapes`` (with a
+    progress line on a terminal unless ``quiet``), else a ``.nnrt`` file (whose shapes are
+    fixed: ``input_shapes`` is refused)."""
     if Path(path).suffix.lower() == ".onnx":
         import nnrt.onnx  # noqa: PLC0415 - needs the onnx extra
+        from nnrt.cli.progress import Progress  # noqa: PLC0415
 
-        return nnrt.onnx.load(path, input_shapes=input_shapes or None)
+        bars: list[Progress] = []  # made once the node count is known
+
+        def progress(done: int, total: int) -> None:
+            if not bars:
+                bars.append(Progress(total, f"importing {Path(path).name}", quiet=quiet))
+            bars[0].update(done)
+
+        try:
+            return nnrt.onnx.load(path, input_shapes=input_shapes or None, progress=progress)
+        finally:
+            for bar in bars:
+                bar.close()
     if input_shapes:
         raise BadData(f"{os.fspath(path)}: --input-shape applies to .onnx models only (a .nnrt "
                       "model's shapes are fixed)")
@@ -242,7 +256,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if Path(args.model).suffix.lower() == ".onnx":
             for name, arr in given.items():
                 shapes.setdefault(name, list(arr.shape))
-        model = load_model_file(args.model, shapes)
+        model = load_model_file(args.model, shapes, quiet=getattr(args, "quiet", False))
         arrays = model_inputs(model, given, random=args.random_inputs)
         drivers = args.driver or default_drivers()
         with warnings.catch_warnings():

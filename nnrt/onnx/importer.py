@@ -11,7 +11,7 @@ one :class:`~nnrt.onnx.errors.UnsupportedOnnxModel`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +42,29 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def load(source: str | os.PathLike[str] | bytes | Any, *,
-         input_shapes: Mapping[str, Sequence[int]] | None = None) -> Model:
+         input_shapes: Mapping[str, Sequence[int]] | None = None,
+         progress: Callable[[int, int], None] | None = None) -> Model:
     """Import an ONNX model: a file path, the serialized bytes, or an ``onnx.ModelProto``.
 
     ``input_shapes`` maps graph input names to full shapes, fixing dims the model leaves
-    dynamic (shape sub-graphs then fold away). Raises ``UnsupportedOnnxModel`` listing every
-    node that cannot be imported exactly, ``BadData`` for a malformed model.
+    dynamic (shape sub-graphs then fold away). ``progress(done, total)`` is called as the
+    graph's nodes are converted (``nnrt`` commands draw a progress line with it). Raises
+    ``UnsupportedOnnxModel`` listing every node that cannot be imported exactly, ``BadData``
+    for a malformed model.
     """
     proto, base_dir = _read(source)
     declared = _default_opset(proto)
     pools = WeightPools(base_dir)
     try:
-        return _import(proto, declared, pools, input_shapes or {})
+        return _import(proto, declared, pools, input_shapes or {}, progress)
     except BaseException:
         pools.close()
         raise
 
 
 def _import(proto: Any, declared: int, pools: WeightPools,
-            input_shapes: Mapping[str, Sequence[int]]) -> Model:
+            input_shapes: Mapping[str, Sequence[int]],
+            progress: Callable[[int, int], None] | None) -> Model:
     opset = min(max(declared, MIN_OPSET), MAX_OPSET)
     graph = Graph(opset)
     try:
@@ -74,22 +78,26 @@ def _import(proto: Any, declared: int, pools: WeightPools,
     graph.infer_shapes = lambda: _inferred_shapes(proto, dims)
     unsupported = _unknown_operators(proto.graph.node, declared)
     if not unsupported:
-        convert_nodes(graph, proto.graph.node, opset, unsupported)
+        convert_nodes(graph, proto.graph.node, opset, unsupported, progress)
     if unsupported:
         raise UnsupportedOnnxModel(unsupported)
     outputs = [(o.name, graph.lookup(o.name)) for o in proto.graph.output]
     return graph.finish(outputs)
 
 
-def convert_nodes(graph: Graph, nodes: Iterable[Any], opset: int,
-                  unsupported: list[UnsupportedNode]) -> None:
-    """Convert ``nodes`` in order into ``graph``, appending each failure to ``unsupported``.
+def convert_nodes(graph: Graph, nodes: Sequence[Any], opset: int,
+                  unsupported: list[UnsupportedNode],
+                  progress: Callable[[int, int], None] | None = None) -> None:
+    """Convert ``nodes`` in order into ``graph``, appending each failure to ``unsupported``
+    (and telling ``progress`` how many are done).
 
     A node whose input (or a value its subgraphs use) comes from a failed node is skipped
     without a report of its own; a node whose subgraphs hold failed nodes reports those.
     """
     poisoned: set[str] = set()
-    for node in nodes:
+    for done, node in enumerate(nodes):
+        if progress is not None:
+            progress(done, len(nodes))
         if any(name in poisoned for name in (*node.input, *subgraph_inputs(node))):
             poisoned.update(node.output)
             continue
@@ -102,6 +110,8 @@ def convert_nodes(graph: Graph, nodes: Iterable[Any], opset: int,
             unsupported.append(UnsupportedNode(node.op_type, node.name, str(exc),
                                                needs_constant=isinstance(exc, NeedsConstant)))
             poisoned.update(node.output)
+    if progress is not None:
+        progress(len(nodes), len(nodes))
 
 
 def _convert(graph: Graph, node: Any, opset: int) -> None:

@@ -48,8 +48,9 @@ class RuntimeCore:
         #: What compiled models collected without ``release()`` left to free: their steps'
         #: references and packed constants (appended by their finalizers, in any thread).
         self.dropped: list[Shared] = []
-        #: Live compilations by what was compiled (the model object, which is immutable once
-        #: finished, and every compile option): an identical compile shares them.
+        #: Live compilations by what was compiled — the model object (immutable once finished)
+        #: and, when it has one, its cache token (NNAPI-style caching by content) — and every
+        #: compile option: an identical compile shares them.
         self.shared: dict[tuple[Any, ...], Shared] = {}
 
     def require_backend(self) -> Backend:
@@ -64,11 +65,12 @@ class Shared:
     """One compilation on the workers (its steps' references and packed constants), shared by
     the compiled models of identical compiles; freed when the last of them is released."""
 
-    __slots__ = ("compilation", "constants", "key", "model", "users")
+    __slots__ = ("compilation", "constants", "keys", "model", "users")
 
-    def __init__(self, key: tuple[Any, ...], model: Any, compilation: Any,
+    def __init__(self, keys: tuple[tuple[Any, ...], ...], model: Any, compilation: Any,
                  constants: Memory | None) -> None:
-        self.key = key
+        #: Its keys in ``RuntimeCore.shared``.
+        self.keys = keys
         #: What was compiled (the key holds its id) and its compilation: the steps' references,
         #: the report and the plan.
         self.model = model
@@ -83,8 +85,9 @@ async def let_go(core: RuntimeCore, shared: Shared) -> None:
     shared.users -= 1
     if shared.users > 0:
         return
-    if core.shared.get(shared.key) is shared:
-        del core.shared[shared.key]
+    for key in shared.keys:
+        if core.shared.get(key) is shared:
+            del core.shared[key]
     backend = core.backend
     for ref in shared.compilation.refs:
         if not ref.released and backend is not None:

@@ -267,6 +267,13 @@ class Runtime:
         placed, derived = await placed_with_token(
             model, derive_token=directory is not None and given is None)
         app_token = given or derived
+        by_token = None if app_token is None else ("token", app_token, *key[1:])
+        shared = None if by_token is None else self._core.shared.get(by_token)
+        if shared is not None and not any(ref.released for ref in shared.compilation.refs):
+            if placed.packed is not None:  # an equal model (same cache token) is prepared
+                placed.packed.close()
+            shared.users += 1
+            return CompiledModel(self, self._core, model, shared.compilation, prio, shared)
         cache = None if directory is None or app_token is None else (directory, app_token)
         try:
             for memory in placed.memories:
@@ -281,8 +288,10 @@ class Runtime:
             raise
         if placed.packed is not None:
             self._core.packed[placed.packed.id] = placed.packed
-        shared = Shared(key, model, compilation, placed.packed)
-        self._core.shared[key] = shared
+        keys = (key,) if by_token is None else (key, by_token)
+        shared = Shared(keys, model, compilation, placed.packed)
+        for each in keys:
+            self._core.shared[each] = shared
         return CompiledModel(self, self._core, model, compilation, prio, shared)
 
     async def allocate(self, desc: BufferDesc, input_roles: Sequence[BufferRole] = (),

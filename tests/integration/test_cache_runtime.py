@@ -229,3 +229,22 @@ async def test_an_identical_compile_shares_the_prepared_model(spy_log: Path) -> 
         for compiled in (third, other):
             (y,) = await compiled.execute([X])
             await compiled.release()
+
+
+async def test_an_equal_model_with_a_cache_token_shares_the_prepared_model(
+        tmp_path: Path, spy_log: Path) -> None:
+    # NNAPI-style caching by content: with a cache, the model's token names what is prepared
+    async with nnrt.Runtime(drivers=[SPY], workers=1, cache_dir=tmp_path / "cache") as rt:
+        first = await rt.compile(add_mul_model())
+        second = await rt.compile(add_mul_model())  # another object, the same content
+        assert [c for c, _, _ in calls(spy_log)] == ["prepare"]
+        assert second.ref is first.ref and second.model is not first.model
+        different = await rt.compile(add_mul_model(scale=9.0))
+        assert [c for c, _, _ in calls(spy_log)] == ["prepare", "prepare"]
+        await first.release()
+        (y,) = await second.execute([X])
+        np.testing.assert_array_equal(y, nnrt.reference.run(add_mul_model(), [X])[0])
+        (y,) = await different.execute([X])
+        np.testing.assert_array_equal(y, nnrt.reference.run(add_mul_model(scale=9.0), [X])[0])
+        await second.release()
+        assert second.ref.released

@@ -86,7 +86,7 @@ async def test_handles_are_scoped_to_their_connection(service: str) -> None:
         stolen_compilation = Compilation([compiled.ref], None, compiled.placement())
         stolen = nnrt.CompiledModel(b, b._core, compiled.model, stolen_compilation,
                                     compiled.priority,
-                                    Shared(("stolen",), compiled.model, stolen_compilation,
+                                    Shared((("stolen",),), compiled.model, stolen_compilation,
                                            None))
         with pytest.raises(nnrt.BadData, match="unknown handle"):
             await stolen.execute([X])

@@ -324,3 +324,15 @@ def test_an_input_that_must_be_known_is_flagged() -> None:
     with pytest.raises(nnrt.onnx.UnsupportedOnnxModel) as info:
         nnrt.onnx.load(bad_cast)
     assert not info.value.nodes[0].needs_constant
+
+
+def test_load_reports_its_progress_node_by_node() -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Abs", ["b"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TP.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TP.FLOAT, [2])])
+    seen: list[tuple[int, int]] = []
+    loaded = nnrt.onnx.load(model, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    x = np.array([-1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(nnrt.reference.run(loaded, [x])[0], [0.0, 2.0])
