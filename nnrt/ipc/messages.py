@@ -63,7 +63,7 @@ __all__ = [
     "error_from",
 ]
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 #: The id of a worker's load report (never a request's: request ids are positive).
 LOAD_REPORT_ID = 0
 #: The tag of a device-buffer argument ``["device", token]`` in an execute.

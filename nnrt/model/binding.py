@@ -63,7 +63,8 @@ class _InputSlot:
             raise BadData(f"{where}: no value given")
         arr = coerce_input(self.operand, value, where)
         if not dims_compatible(self.dims, arr.shape):
-            raise BadData(f"{where}: shape {arr.shape} does not match the declared dims")
+            raise BadData(f"{where}: shape {arr.shape} does not match the declared dims"
+                          f"{_mismatch(self.dims, arr.shape)}")
         return arr
 
 
@@ -150,3 +151,13 @@ class InputBinder:
                           f"{'are' if len(missing) > 1 else 'is'} missing (the model's inputs: "
                           f"{', '.join(self._label(p) for p in range(count))})")
         return [by_position[p] for p in range(count)]
+
+
+def _mismatch(dims: tuple[int, ...], shape: tuple[int, ...]) -> str:
+    """`` (dim 1 is 5, the model needs 4)``: the first dim that does not fit, if ranks agree."""
+    if len(dims) != len(shape):
+        return f" (rank {len(shape)}, the model needs rank {len(dims)})" if dims else ""
+    for axis, (declared, given) in enumerate(zip(dims, shape, strict=True)):
+        if declared and declared != given:
+            return f" (dim {axis} is {given}, the model needs {declared})"
+    return ""

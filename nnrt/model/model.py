@@ -385,3 +385,16 @@ def refine_dims(model: Model, index: int, dims: tuple[int, ...]) -> None:
 def rename_operand(model: Model, index: int, name: str) -> None:
     """Name operand ``index`` (the builder names outputs after creating them)."""
     model._update(index, name=name)
+
+
+def assemble(operands: Sequence[Operand], operations: Sequence[Operation],
+             inputs: Sequence[int], outputs: Sequence[int], relaxed: bool) -> Model:
+    """A finished model of these records (operands carrying their lifetimes, values and names
+    as they are: a model rebuilt from another's, e.g. specialized to concrete input shapes)."""
+    model = Model()
+    model._operands = list(operands)
+    model._operations = list(operations)
+    model._inputs, model._outputs = tuple(inputs), tuple(outputs)
+    model._identified = True
+    model._relaxed = bool(relaxed)
+    return model.finish()

@@ -48,17 +48,19 @@ class TensorInfo:
 
 
 def tensor_infos(model: Model, indices: Sequence[int]) -> tuple[TensorInfo, ...]:
-    """The :class:`TensorInfo` of operands ``indices`` of ``model``, in order."""
+    """The :class:`TensorInfo` of operands ``indices`` of ``model``, in order (with the dims
+    static inference found, once the model is finished)."""
     found = []
     for position, index in enumerate(indices):
         operand = model.operands[index]
+        dims = model.inferred_dims[index] if model.finished else operand.dims
         shape: tuple[int | None, ...] | None
         if is_scalar(operand.type):
             shape = ()
-        elif not operand.dims:
+        elif not dims:
             shape = None
         else:
-            shape = tuple(d if d > 0 else None for d in operand.dims)
+            shape = tuple(d if d > 0 else None for d in dims)
         found.append(TensorInfo(operand.name, shape, dtype_of(operand.type), operand.type,
                                 position, index))
     return tuple(found)

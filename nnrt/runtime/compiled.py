@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnrt.errors import BadState
+from nnrt.errors import BadData, BadState
 from nnrt.model.binding import InputBinder, Inputs
 from nnrt.runtime.core import Shared, let_go
 from nnrt.runtime.step import Step
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from nnrt.runtime.compile.placement import PlacementReport
     from nnrt.runtime.core import RuntimeCore
     from nnrt.runtime.runtime import Runtime
+    from nnrt.runtime.variants import ShapeVariants
 
 __all__ = ["CompiledModel"]
 
@@ -42,32 +43,59 @@ class CompiledModel:
     """
 
     def __init__(self, runtime: Runtime, core: RuntimeCore, model: Model,
-                 compilation: Compilation, priority: int, shared: Shared) -> None:
+                 compilation: Compilation | None, priority: int, shared: Shared,
+                 variants: ShapeVariants | None = None) -> None:
         #: The runtime that compiled it.
         self.runtime = runtime
         #: The runtime's core (backend, arena, memories) this model executes through.
         self.core = core
         self.model = model
         self.priority = priority
-        #: The backend's reference of the (first) step.
-        self.ref: CompiledRef = compilation.refs[0]
         #: The compilation on the workers, shared with identical compiles.
         self._shared = shared
         self._released = False
-        self._placement: PlacementReport = compilation.report
         key = id(self)
-        plan = compilation.plan
-        #: What executes it: its one step, or the runner of its plan's steps.
-        self._runner: Step | PlanRunner
-        if plan is None:
-            self._steps = [Step(core, model, self.ref, priority, key)]
-            self._runner = self._steps[0]
+        #: What executes it: its one step, the runner of its plan's steps, or (inputs of
+        #: unknown dims) its per-shape variants.
+        self._runner: Step | PlanRunner | ShapeVariants
+        self._variants = variants
+        self._steps: list[Step] = []
+        self._ref: CompiledRef | None = None
+        self._placement: PlacementReport | None = None
+        if compilation is None:
+            assert variants is not None
+            self._runner = variants
         else:
-            self._steps = [Step(core, step.outlined.model, ref, priority, key)
-                           for step, ref in zip(plan.steps, compilation.refs, strict=True)]
-            self._runner = PlanRunner(plan, self._steps, InputBinder(model))
+            self._ref = compilation.refs[0]
+            self._placement = compilation.report
+            plan = compilation.plan
+            if plan is None:
+                self._steps = [Step(core, model, self._ref, priority, key)]
+                self._runner = self._steps[0]
+            else:
+                self._steps = [Step(core, step.outlined.model, ref, priority, key)
+                               for step, ref in zip(plan.steps, compilation.refs, strict=True)]
+                self._runner = PlanRunner(plan, self._steps, InputBinder(model))
         # collected without release(): the runtime lets go of its share (no reference to self)
         self._finalizer = weakref.finalize(self, core.dropped.append, shared)
+
+    @property
+    def ref(self) -> CompiledRef:
+        """The backend's reference of the (first) step (of the latest variant, for a model
+        prepared per input shape)."""
+        if self._ref is None:
+            assert self._variants is not None
+            return self._variants.ref
+        return self._ref
+
+    @property
+    def variants(self) -> ShapeVariants | None:
+        """For a model whose inputs have unknown dims: its per-shape variants (``shapes``,
+        ``prepared``, ``limit``); None for a model of static input shapes.
+
+        Such a model is also compiled as it is, when a driver takes it so: executes with
+        device memories run that way (their shapes change with each execute)."""
+        return self._variants
 
     @property
     def inputs(self) -> tuple[TensorInfo, ...]:
@@ -87,10 +115,19 @@ class CompiledModel:
     @property
     def steps(self) -> int:
         """How many steps the execution plan has (1: the model runs whole on one driver)."""
+        if self._variants is not None and self._variants.shapes:
+            return self._variants.latest.steps
+        if not self._steps:
+            assert self._variants is not None
+            return self._variants.latest.steps  # raises, saying why
         return len(self._steps)
 
     def placement(self) -> PlacementReport:
-        """Per operation: its driver and step, and why the other drivers did not take it."""
+        """Per operation: its driver and step, and why the other drivers did not take it (for
+        a model prepared per input shape: its latest variant's)."""
+        if self._variants is not None and (self._variants.shapes or self._placement is None):
+            return self._variants.placement()
+        assert self._placement is not None
         return self._placement
 
     async def execute(self, inputs: Inputs, *,
@@ -108,8 +145,16 @@ class CompiledModel:
         runtime's shared arena, written there by the worker (the region is reused once the view
         is collected); ``copy=True`` returns arrays owning their memory instead.
         """
-        if self._released or self.ref.released:
+        if self._released or (self._ref is not None and self._ref.released):
             raise BadState("this compiled model was released")
+        variants = self._variants
+        if variants is not None:
+            if not _device_memories(inputs, outputs):
+                return await variants.execute(inputs, outputs, timeout, copy)
+            if not self._steps:
+                raise BadData("device memories need the model compiled as it is, with its "
+                              "unknown input dims; no driver among this compile's devices "
+                              "runs it so (add 'reference')")
         return await self._runner.execute(inputs, outputs, timeout, copy)
 
     async def release(self) -> None:
@@ -119,6 +164,8 @@ class CompiledModel:
             return
         self._released = True
         self._finalizer.detach()
+        if self._variants is not None:
+            await self._variants.release()
         await let_go(self.core, self._shared)
 
     @property
@@ -129,5 +176,12 @@ class CompiledModel:
     @property
     def released(self) -> bool:
         """Whether :meth:`release` was called (or the runtime closed)."""
-        return self._released or self.ref.released
+        return self._released or (self._ref is not None and self._ref.released)
 
+
+def _device_memories(inputs: Inputs, outputs: Sequence[Any] | None) -> bool:
+    """Whether an execute names a device memory (an input or an output buffer)."""
+    from nnrt.runtime.buffers import DeviceMemory  # noqa: PLC0415 - buffers imports this
+
+    given = inputs.values() if isinstance(inputs, Mapping) else inputs
+    return any(isinstance(v, DeviceMemory) for v in (*given, *(outputs or ())))

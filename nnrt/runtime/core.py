@@ -65,10 +65,11 @@ class Shared:
     """One compilation on the workers (its steps' references and packed constants), shared by
     the compiled models of identical compiles; freed when the last of them is released."""
 
-    __slots__ = ("compilation", "constants", "keys", "model", "users")
+    __slots__ = ("compilation", "constants", "keys", "model", "placed", "users")
 
     def __init__(self, keys: tuple[tuple[Any, ...], ...], model: Any, compilation: Any,
-                 constants: Memory | None) -> None:
+                 constants: Memory | None,
+                 placed: dict[int, tuple[int, int, int]] | None = None) -> None:
         #: Its keys in ``RuntimeCore.shared``.
         self.keys = keys
         #: What was compiled (the key holds its id) and its compilation: the steps' references,
@@ -76,6 +77,9 @@ class Shared:
         self.model = model
         self.compilation = compilation
         self.constants = constants
+        #: Where each constant travelling by reference lives: operand -> (pool, offset,
+        #: length) (what the per-shape variants of a model refer to).
+        self.placed = placed or {}
         #: Compiled models using it, not yet released (or collected).
         self.users = 1
 
@@ -89,7 +93,7 @@ async def let_go(core: RuntimeCore, shared: Shared) -> None:
         if core.shared.get(key) is shared:
             del core.shared[key]
     backend = core.backend
-    for ref in shared.compilation.refs:
+    for ref in () if shared.compilation is None else shared.compilation.refs:
         if not ref.released and backend is not None:
             with contextlib.suppress(NnrtError):  # a worker that went away frees nothing
                 await backend.release(ref)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import os
@@ -11,11 +12,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
+import msgpack
 from anyio.abc import TaskGroup
 
 from nnrt.cache.directory import CacheDirectory
 from nnrt.cache.files import check_token
-from nnrt.errors import BadData, BadState, OpFailed
+from nnrt.errors import BadData, BadState, OpFailed, Unsupported
 from nnrt.hal.base import DriverInfo
 from nnrt.hal.buffers import BufferDesc
 from nnrt.hal.discovery import default_drivers, load_driver
@@ -31,10 +33,13 @@ from nnrt.runtime.backends.process import check_threads
 from nnrt.runtime.buffers import BufferRole, DeviceMemory, check_allocation
 from nnrt.runtime.compile.caching import placed_with_token
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
+from nnrt.runtime.compile.constants import place_constants
 from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
+from nnrt.runtime.compile.specialize import open_inputs
 from nnrt.runtime.compiled import CompiledModel
 from nnrt.runtime.core import RuntimeCore, Shared, deadline_after, release_dropped
 from nnrt.runtime.stats import RuntimeStatistics
+from nnrt.runtime.variants import DEFAULT_SHAPE_VARIANTS, ShapeVariants, packed_locations
 
 if TYPE_CHECKING:
     from nnrt.runtime.sync import SyncRuntime
@@ -209,8 +214,8 @@ class Runtime:
                       priority: Priority = Priority.MEDIUM, devices: Sequence[str] | None = None,
                       timeout: float | None = None, allow_fallback: bool = True,
                       cache_dir: str | os.PathLike[str] | None = None,
-                      token: bytes | None = None, step_cost: float = STEP_COST
-                      ) -> CompiledModel:
+                      token: bytes | None = None, step_cost: float = STEP_COST,
+                      shape_variants: int = DEFAULT_SHAPE_VARIANTS) -> CompiledModel:
         """Validate ``model``, place its operations on drivers and prepare it on workers.
 
         Every driver in ``devices`` (default: all of this runtime's, in order) says which
@@ -229,6 +234,12 @@ class Runtime:
         compile of the same model — or a new worker — loads it instead of compiling.
         ``token`` (32 bytes, NNAPI's cache token) names the model; by default it is derived
         from the model's content.
+
+        A model whose inputs have unknown dims (0, as an ONNX model's dynamic batch or image
+        size) is prepared per input shape: each new shape's first ``execute`` specializes it
+        to that shape (shapes inferred, shape computations folded) and compiles that variant
+        with these options; at most ``shape_variants`` (default 8) stay prepared, the least
+        recently used released first (see :attr:`CompiledModel.variants`).
         """
         backend = self._core.require_backend()
         if not isinstance(model, Model):
@@ -253,15 +264,34 @@ class Runtime:
         step_cost = check_step_cost(step_cost)
         if cache_dir is None:
             cache_dir = self.cache_dir
-        key = (id(model), int(pref), prio, tuple(candidates), step_cost, bool(allow_fallback),
+        if cache_dir is None and token is not None:
+            raise BadData("compile: a cache token needs a cache_dir")
+        options: dict[str, Any] = {
+            "preference": pref, "priority": prio, "devices": candidates,
+            "allow_fallback": bool(allow_fallback), "cache_dir": cache_dir,
+            "step_cost": step_cost}
+        if open_inputs(model):
+            if isinstance(shape_variants, bool) or not isinstance(shape_variants, int) or (
+                    shape_variants < 1):
+                raise BadData(f"shape_variants must be a positive int, got {shape_variants!r}")
+            return await self._compile_per_shape(model, options, deadline, token,
+                                                 shape_variants)
+        return await self._compile_whole(model, options, deadline, token)
+
+    async def _compile_whole(self, model: Model, options: dict[str, Any],
+                             deadline: float | None, token: bytes | None) -> CompiledModel:
+        """Compile ``model`` as it is (its shapes as declared) with checked ``options``."""
+        backend = self._core.require_backend()
+        prio, candidates, cache_dir = (options["priority"], options["devices"],
+                                       options["cache_dir"])
+        key = (id(model), int(options["preference"]), prio, tuple(candidates),
+               options["step_cost"], options["allow_fallback"],
                None if cache_dir is None else os.fspath(cache_dir), token)
         shared = self._core.shared.get(key)
         if shared is not None and shared.model is model and not any(
                 ref.released for ref in shared.compilation.refs):
             shared.users += 1  # compiled before and still held: the workers have it already
             return CompiledModel(self, self._core, model, shared.compilation, prio, shared)
-        if cache_dir is None and token is not None:
-            raise BadData("compile: a cache token needs a cache_dir")
         directory = None if cache_dir is None else CacheDirectory(cache_dir)
         given = None if token is None else check_token(token, "compile: token")
         placed, derived = await placed_with_token(
@@ -279,9 +309,9 @@ class Runtime:
             for memory in placed.memories:
                 self.memory.watch(memory)
             compilation = await compile_model(
-                backend, model, placed, preference=int(pref), priority=prio,
-                devices=candidates, deadline=deadline, allow_fallback=bool(allow_fallback),
-                cache=cache, step_cost=step_cost)
+                backend, model, placed, preference=int(options["preference"]), priority=prio,
+                devices=candidates, deadline=deadline, allow_fallback=options["allow_fallback"],
+                cache=cache, step_cost=options["step_cost"])
         except BaseException:
             if placed.packed is not None:
                 placed.packed.close()
@@ -289,10 +319,44 @@ class Runtime:
         if placed.packed is not None:
             self._core.packed[placed.packed.id] = placed.packed
         keys = (key,) if by_token is None else (key, by_token)
-        shared = Shared(keys, model, compilation, placed.packed)
+        shared = Shared(keys, model, compilation, placed.packed, placed.refs)
         for each in keys:
             self._core.shared[each] = shared
         return CompiledModel(self, self._core, model, compilation, prio, shared)
+
+    async def _compile_per_shape(self, model: Model, options: dict[str, Any],
+                                 deadline: float | None, token: bytes | None,
+                                 limit: int) -> CompiledModel:
+        """``model`` (inputs of unknown dims) compiled as it is — what executes with device
+        memories run, if some driver takes it so — and prepared per input shape on first use
+        with ``options`` (a given ``token`` made distinct per shape). The variants refer to
+        the constants packed for the model as it is: weights are packed once."""
+        given = None if token is None else check_token(token, "compile: token")
+        try:
+            whole = await self._compile_whole(model, options, deadline, token)
+        except Unsupported as exc:  # no driver among devices runs it unspecialized
+            log.info("compile: %s; the model runs per input shape only", exc)
+            placed = await anyio.to_thread.run_sync(place_constants, model)
+            if placed.packed is not None:
+                self._core.packed[placed.packed.id] = placed.packed
+            shared = Shared((), model, None, placed.packed, placed.refs)
+            compilation = None
+        else:
+            shared, compilation = whole._shared, whole._shared.compilation
+            whole._finalizer.detach()  # its share passes to the compiled model made here
+        packed = shared.constants
+        locations = packed_locations(shared.placed, [] if packed is None else [packed])
+
+        async def compile_variant(specialized: Model, timeout: float | None) -> CompiledModel:
+            shapes = [list(specialized.operands[i].dims) for i in specialized.inputs]
+            variant_token = None if given is None else hashlib.sha256(
+                given + msgpack.packb(shapes)).digest()
+            return await self._compile_whole(specialized, options, deadline_after(timeout),
+                                             variant_token)
+
+        variants = ShapeVariants(model, compile_variant, locations, limit)
+        return CompiledModel(self, self._core, model, compilation, options["priority"], shared,
+                             variants)
 
     async def allocate(self, desc: BufferDesc, input_roles: Sequence[BufferRole] = (),
                        output_roles: Sequence[BufferRole] = ()) -> DeviceMemory:

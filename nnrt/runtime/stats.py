@@ -27,6 +27,9 @@ class PoolStatistics:
     cache_misses: int = 0
     #: Cache loads the driver rejected (corrupt, stale, unreadable): compiled again instead.
     cache_load_failures: int = 0
+    #: Models (steps) prepared on this driver: compiled, loaded from the cache or from a
+    #: model file — one per compile, and one per input shape of a model prepared per shape.
+    prepared: int = 0
     #: Whether light requests go to the first worker right now rather than to the least-loaded
     #: one (the pool decides by trying both; see ``nnrt.runtime.backends.steering``).
     packing: bool = False
@@ -69,6 +72,11 @@ class RuntimeStatistics:
         return sum(p.cache_load_failures for p in self.pools.values())
 
     @property
+    def prepared(self) -> int:
+        """Models (steps) prepared, all pools."""
+        return sum(p.prepared for p in self.pools.values())
+
+    @property
     def restarts(self) -> int:
         """Worker restarts, all pools."""
         return sum(p.restarts for p in self.pools.values())
@@ -77,7 +85,7 @@ class RuntimeStatistics:
         """Plain data for the wire."""
         return {name: [p.driver, p.workers, p.workers_alive, p.queue_depth, p.in_flight,
                        p.completed, p.failed, p.restarts, p.allocate_fallbacks, p.cache_hits,
-                       p.cache_misses, p.cache_load_failures, int(p.packing)]
+                       p.cache_misses, p.cache_load_failures, p.prepared, int(p.packing)]
                 for name, p in self.pools.items()}
 
     @classmethod
@@ -86,9 +94,9 @@ class RuntimeStatistics:
         pools: dict[str, PoolStatistics] = {}
         if isinstance(data, dict):
             for name, row in data.items():
-                if (isinstance(name, str) and isinstance(row, list) and len(row) == 13
+                if (isinstance(name, str) and isinstance(row, list) and len(row) == 14
                         and isinstance(row[0], str)
                         and all(isinstance(v, int) and not isinstance(v, bool) for v in row[1:])):
-                    pools[name] = replace(PoolStatistics(row[0], *row[1:12]),
-                                          packing=row[12] == 1)
+                    pools[name] = replace(PoolStatistics(row[0], *row[1:13]),
+                                          packing=row[13] == 1)
         return cls(pools)

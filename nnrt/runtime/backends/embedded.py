@@ -122,6 +122,7 @@ class EmbeddedBackend:
                 key: PreparedKey = (next(self._keys), body, tuple(memories), cache)
                 await slot.ensure_prepared(key)  # the driver refuses what it cannot run
                 ok = True
+                pool.prepared += 1
                 return CompiledRef(pool.driver, key,
                                    source="aot" if compiled is not None else "compiled")
             except Unsupported as exc:
@@ -239,7 +240,7 @@ class EmbeddedBackend:
             name: PoolStatistics(name, len(p.slots), sum(s.alive for s in p.slots),
                                  p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts,
                                  p.allocate_fallbacks, p.cache_hits, p.cache_misses,
-                                 p.cache_load_failures, p.packed is not None)
+                                 p.cache_load_failures, p.prepared, p.packed is not None)
             for name, p in self.pools.items()})
 
     def device_names(self) -> list[str]:

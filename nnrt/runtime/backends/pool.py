@@ -342,6 +342,8 @@ class WorkerPool:
         self.cache_hits = 0
         self.cache_misses = 0
         self.cache_load_failures = 0
+        #: Models prepared (one per step compiled onto this driver).
+        self.prepared = 0
         self._waiters: list[tuple[int, int, _Waiter]] = []
         self._seq = itertools.count()
         self._listeners: list[Callable[[], None]] = []

@@ -1,0 +1,173 @@
+"""A model with unknown input dims, specialized to one concrete input shape.
+
+NNAPI lets a model leave input dims unknown (0) and resolves shapes at execution; drivers that
+compile ahead (``cpu``, ``litert``) need every shape known. :func:`specialize` makes the static
+model of one input shape: the inputs' dims pinned, static shape inference run through the
+graph, and the shape computations that then depend only on known values folded into constants
+(``com.nnrt.SHAPE`` of a tensor whose dims are now known, and integer/boolean operations on
+constants — the ``Shape -> Gather -> Concat -> Reshape`` chains of imported models), repeated
+until nothing more folds. Every temporary whose dims became known is declared with them.
+
+Folded values are computed by the reference kernels (one operation at a time), so they are what
+the reference would compute at execution. Weights are shared, never copied: constants keep
+their values or memory locations, and ``locations`` moves in-process values to where the
+runtime packed them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+import nnrt.reference
+from nnrt.errors import BadData, NnrtError
+from nnrt.model.model import Model, assemble
+from nnrt.model.operand import MemoryLocation, Operand, is_scalar
+from nnrt.model.types import OperandLifetime, OperandType, OperationType
+
+__all__ = ["open_inputs", "specialize"]
+
+Array = np.ndarray[Any, Any]
+
+#: Types whose values are shapes, indices, counts and flags: what folding computes.
+_SHAPE_TYPES = frozenset({OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8,
+                          OperandType.INT32, OperandType.UINT32, OperandType.BOOL})
+#: The largest value folded (elements): shape computations are small; a big one stays a
+#: computation rather than a constant in every variant.
+_MAX_FOLDED = 1 << 16
+#: Rounds of infer-then-fold (each round can reveal dims that let later shape chains fold).
+_MAX_ROUNDS = 16
+_SHAPE_OP = getattr(OperationType, "NNRT_SHAPE", None)
+
+
+def open_inputs(model: Model) -> list[int]:
+    """Positions of the inputs of ``model`` whose dims (or rank) are not all known."""
+    return [position for position, index in enumerate(model.inputs)
+            if not model.operands[index].fully_specified]
+
+
+def specialize(model: Model, shapes: Sequence[tuple[int, ...]],
+               locations: Mapping[int, MemoryLocation] | None = None) -> Model:
+    """``model`` (finished) with its inputs' shapes fixed to ``shapes`` (one per input, in
+    order), shape inference run and shape computations folded; a finished model.
+
+    ``locations`` gives, by operand index, where a constant set from an in-process value
+    lives in shared memory now (the runtime's packed constants): the specialized model refers
+    to it there instead of carrying the value. ``BadData`` names the input shapes and the
+    operation when they are impossible for the model.
+    """
+    operands = list(model.operands)
+    for index, shape in zip(model.inputs, shapes, strict=True):
+        operands[index] = replace(operands[index], dims=tuple(int(d) for d in shape))
+    for index, location in (locations or {}).items():
+        operands[index] = replace(operands[index], value=None, location=location)
+    operations = list(model.operations)
+    given = ", ".join(_describe(model, position, shape) for position, shape in enumerate(shapes))
+    for _ in range(_MAX_ROUNDS):
+        current = _finished(model, operands, operations, given)
+        values, folded = _fold(current)
+        if not folded:
+            break
+        for k, value in values.items():
+            lifetime = (OperandLifetime.CONSTANT_COPY if value.nbytes <= 128
+                        else OperandLifetime.CONSTANT_REFERENCE)
+            operands[k] = replace(operands[k], dims=tuple(value.shape), lifetime=lifetime,
+                                  value=value, location=None)
+        operations = [op for i, op in enumerate(operations) if i not in folded]
+    inferred = current.inferred_dims
+    declared = [_declared(operand, inferred[k]) for k, operand in enumerate(operands)]
+    if declared == operands:
+        return current
+    return _finished(model, declared, operations, given)
+
+
+def _finished(model: Model, operands: list[Operand], operations: list[Any], given: str) -> Model:
+    try:
+        return assemble(operands, operations, model.inputs, model.outputs, model.relaxed)
+    except BadData as exc:
+        raise BadData(f"input shapes {given}: {exc}") from None
+
+
+def _describe(model: Model, position: int, shape: tuple[int, ...]) -> str:
+    name = model.operands[model.inputs[position]].name
+    return f"{name if name else position}={list(shape)}"
+
+
+def _declared(operand: Operand, inferred: tuple[int, ...]) -> Operand:
+    """``operand`` declaring its inferred dims when they are all known (temporaries and
+    outputs: constants and inputs are declared already)."""
+    if operand.lifetime not in (OperandLifetime.TEMPORARY_VARIABLE,
+                                OperandLifetime.SUBGRAPH_OUTPUT):
+        return operand
+    if is_scalar(operand.type) or not inferred or not all(d > 0 for d in inferred):
+        return operand
+    return operand if operand.dims == inferred else replace(operand, dims=tuple(inferred))
+
+
+def _fold(model: Model) -> tuple[dict[int, Array], set[int]]:
+    """The operations of ``model`` computable now (their inputs constant or folded, their
+    outputs small shape-typed values, none a model output) and their values."""
+    values: dict[int, Array] = {}
+    folded: set[int] = set()
+    operands, inferred = model.operands, model.inferred_dims
+    outputs = set(model.outputs)
+    for index in model.run_order:
+        op = model.operations[index]
+        if any(k in outputs for k in op.outputs) or not all(
+                _foldable_output(operands[k], inferred[k]) for k in op.outputs):
+            continue
+        if _SHAPE_OP is not None and op.type == _SHAPE_OP:
+            dims = inferred[op.inputs[0]]
+            if not dims or not all(d > 0 for d in dims):
+                continue
+            results: list[Array] | None = [np.array(dims, np.int32)]
+        elif all(operands[k].is_omitted or operands[k].is_constant or k in values
+                 for k in op.inputs):
+            results = _evaluate(model, index, values)
+        else:
+            continue
+        if results is None:
+            continue
+        for k, result in zip(op.outputs, results, strict=True):
+            array = np.ascontiguousarray(result)
+            array.flags.writeable = False
+            values[k] = array
+        folded.add(index)
+    return values, folded
+
+
+def _foldable_output(operand: Operand, inferred: tuple[int, ...]) -> bool:
+    if operand.type not in _SHAPE_TYPES:
+        return False
+    return is_scalar(operand.type) or (bool(inferred) and all(d > 0 for d in inferred)
+                                       and math.prod(inferred) <= _MAX_FOLDED)
+
+
+def _evaluate(model: Model, index: int, values: dict[int, Array]) -> list[Array] | None:
+    """Operation ``index`` run alone on the reference kernels (None if that fails: it then
+    runs, and reports, at execution)."""
+    op = model.operations[index]
+    operands, inferred = model.operands, model.inferred_dims
+    single = Model()
+    inputs = []
+    for k in op.inputs:
+        source = operands[k]
+        value = values[k] if k in values else model.constant_value(k)
+        dims = () if is_scalar(source.type) or value is None else value.shape
+        i = single.add_operand(source.type, dims, source.scale, source.zero_point)
+        single.set_operand_value(i, value)
+        inputs.append(i)
+    outputs = [single.add_operand(operands[k].type, inferred[k], operands[k].scale,
+                                  operands[k].zero_point) for k in op.outputs]
+    try:
+        single.add_operation(op.type, inputs, outputs)
+        single.identify_inputs_and_outputs([], outputs)
+        single.relax_computation_float32_to_float16(model.relaxed)
+        single.finish()
+        return list(nnrt.reference.run(single, []))
+    except NnrtError:
+        return None
