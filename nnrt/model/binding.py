@@ -161,3 +161,18 @@ def _mismatch(dims: tuple[int, ...], shape: tuple[int, ...]) -> str:
         if declared and declared != given:
             return f" (dim {axis} is {given}, the model needs {declared})"
     return ""
+
+
+def widened_outputs(model: Model) -> tuple[tuple[int, np.dtype[Any]], ...]:
+    """``(position, dtype)`` of each output callers get in another dtype than its operand's
+    (an ``io_dtype``: int64 held as int32 inside)."""
+    return tuple((position, np.dtype(model.operands[index].io_dtype))
+                 for position, index in enumerate(model.outputs)
+                 if model.operands[index].io_dtype)
+
+
+def widen(results: list[Array], widened: tuple[tuple[int, np.dtype[Any]], ...]) -> list[Array]:
+    """``results`` with the outputs of ``widened`` converted to their callers' dtype."""
+    for position, dtype in widened:
+        results[position] = results[position].astype(dtype)
+    return results

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.errors import BadData
-from nnrt.model.model import Model, refine_dims, rename_operand
+from nnrt.model.model import Model, refine_dims, rename_operand, set_io_dtype
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
 from nnrt.model.types import FusedActivation, OperandType, OperationType, PaddingCode
 
@@ -75,9 +75,13 @@ class ModelBuilder:
 
     def input(self, name: str, shape: Sequence[int], dtype: str | OperandType = "float32", *,
               scale: float = 0.0, zero_point: int = 0) -> Tensor:
-        """Declare the next model input (0 in ``shape`` = unknown dimension)."""
-        op_type = _operand_type(dtype)
-        index = self.model.add_operand(op_type, tuple(shape), scale, zero_point, name=name)
+        """Declare the next model input (0 in ``shape`` = unknown dimension). ``"int64"``
+        declares a TENSOR_INT32 input that callers feed int64 data (``io_dtype``)."""
+        io_dtype = "int64" if isinstance(dtype, str | np.dtype) and np.dtype(
+            dtype) == np.int64 else None
+        op_type = T.TENSOR_INT32 if io_dtype else _operand_type(dtype)
+        index = self.model.add_operand(op_type, tuple(shape), scale, zero_point, name=name,
+                                       io_dtype=io_dtype)
         self._inputs.append(index)
         return Tensor(index, op_type, tuple(shape))
 
@@ -91,11 +95,15 @@ class ModelBuilder:
         self.model.set_operand_value(index, arr)
         return Tensor(index, op_type, tuple(shape))
 
-    def output(self, *tensors: Tensor, names: Sequence[str] | None = None) -> None:
-        """Mark ``tensors`` as the next model outputs."""
+    def output(self, *tensors: Tensor, names: Sequence[str] | None = None,
+               io_dtypes: Sequence[str | None] | None = None) -> None:
+        """Mark ``tensors`` as the next model outputs (``io_dtypes``: per output, "int64" for
+        a TENSOR_INT32 one callers get as int64, else None)."""
         for k, t in enumerate(tensors):
             if names is not None:
                 rename_operand(self.model, t.index, names[k])
+            if io_dtypes is not None and io_dtypes[k] is not None:
+                set_io_dtype(self.model, t.index, io_dtypes[k])
             self._outputs.append(t.index)
 
     def build(self) -> Model:

@@ -11,6 +11,7 @@ import numpy as np
 
 from nnrt.errors import BadData, BadState
 from nnrt.model.operand import (
+    IO_DTYPES,
     ChannelQuant,
     ConstantMemory,
     MemoryLocation,
@@ -151,8 +152,13 @@ class Model:
         zero_point: int = 0,
         *,
         name: str | None = None,
+        io_dtype: str | None = None,
     ) -> int:
-        """Add an operand and return its index. A 0 in ``dims`` is an unknown dimension."""
+        """Add an operand and return its index. A 0 in ``dims`` is an unknown dimension.
+
+        ``io_dtype`` ("int64", for a TENSOR_INT32 model input or output): the dtype callers
+        give and get for it — int64 data held as int32 inside, range-checked on the way in
+        (nnrt's extension: NNAPI has no 64-bit integer operands)."""
         self._require_mutable("add_operand")
         index = len(self._operands)
         where = f"operand {index}"
@@ -161,7 +167,12 @@ class Model:
             dims_t = tuple(int(d) for d in dims)
         except (TypeError, ValueError):
             raise BadData(f"{where}: dims must be a sequence of integers, got {dims!r}") from None
-        operand = Operand(op_type, dims_t, float(scale), int(zero_point), name=name)
+        if io_dtype is not None and IO_DTYPES.get(io_dtype) != op_type:
+            allowed = ", ".join(f"{k} on {v.name}" for k, v in IO_DTYPES.items())
+            raise BadData(f"{where}: io_dtype {io_dtype!r} is not one of a {op_type.name} "
+                          f"(allowed: {allowed})")
+        operand = Operand(op_type, dims_t, float(scale), int(zero_point), name=name,
+                          io_dtype=io_dtype)
         check_operand(operand, where)
         self._operands.append(operand)
         return index
@@ -312,6 +323,11 @@ class Model:
         if not self._identified:
             raise BadData("model inputs and outputs are not identified: call "
                           "identify_inputs_and_outputs before finish")
+        boundary = {*self._inputs, *self._outputs}
+        for index, operand in enumerate(self._operands):
+            if operand.io_dtype is not None and index not in boundary:
+                raise BadData(f"operand {index}: io_dtype {operand.io_dtype!r} is for model "
+                              "inputs and outputs only")
         run_order = check_graph(self)
         inferred = check_operations(self, run_order)
         self._run_order = run_order
@@ -380,6 +396,15 @@ def attach_aot(model: Model, info: AotInfo) -> None:
 def refine_dims(model: Model, index: int, dims: tuple[int, ...]) -> None:
     """Set the dims of a not-yet-finished operand (the builder's inferred shapes)."""
     model._update(index, dims=tuple(dims))
+
+
+def set_io_dtype(model: Model, index: int, io_dtype: str | None) -> None:
+    """Give a not-yet-finished operand its caller-side dtype (see ``add_operand``)."""
+    operand = model._operands[index]
+    if io_dtype is not None and IO_DTYPES.get(io_dtype) != operand.type:
+        raise BadData(f"operand {index}: io_dtype {io_dtype!r} is not one of a "
+                      f"{operand.type.name}")
+    model._update(index, io_dtype=io_dtype)
 
 
 def rename_operand(model: Model, index: int, name: str) -> None:

@@ -115,6 +115,8 @@ class Operand:
     ``dims`` uses 0 for an unknown dimension; a tensor with ``dims == ()`` has unknown rank.
     ``value`` holds the data of CONSTANT_COPY / CONSTANT_REFERENCE operands set from numpy;
     ``location`` the pool slice of those set from memory; ``subgraph`` the model of a SUBGRAPH one.
+    ``io_dtype`` ("int64", on a TENSOR_INT32 model input or output) is the dtype callers use
+    for it: int64 data held as int32 inside (range-checked in, widened out).
     """
 
     type: OperandType
@@ -127,6 +129,7 @@ class Operand:
     location: MemoryLocation | None = None
     channel_quant: ChannelQuant | None = None
     subgraph: Model | None = field(default=None, repr=False)
+    io_dtype: str | None = None
 
     @property
     def rank_known(self) -> bool:
@@ -161,3 +164,13 @@ class Operand:
             return self.type.name
         dims = ", ".join(str(d) if d else "?" for d in self.dims) if self.dims else "?..."
         return f"{self.type.name}[{dims}]"
+
+
+#: The caller-side dtypes an operand may declare (``io_dtype``), by the operand type holding
+#: them: NNAPI has no 64-bit integers, so int64 model inputs and outputs travel as int32.
+IO_DTYPES = {"int64": OperandType.TENSOR_INT32}
+
+
+def caller_dtype(operand: Operand) -> np.dtype[Any]:
+    """The dtype callers give and get for ``operand``: its ``io_dtype``, else its type's."""
+    return np.dtype(operand.io_dtype) if operand.io_dtype else dtype_of(operand.type)

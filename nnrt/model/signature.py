@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnrt.model.operand import dtype_of, is_scalar
+from nnrt.model.operand import caller_dtype, is_scalar
 from nnrt.model.types import OperandType
 
 if TYPE_CHECKING:
@@ -61,6 +61,6 @@ def tensor_infos(model: Model, indices: Sequence[int]) -> tuple[TensorInfo, ...]
             shape = None
         else:
             shape = tuple(d if d > 0 else None for d in dims)
-        found.append(TensorInfo(operand.name, shape, dtype_of(operand.type), operand.type,
+        found.append(TensorInfo(operand.name, shape, caller_dtype(operand), operand.type,
                                 position, index))
     return tuple(found)

@@ -6,6 +6,7 @@ A model travels as a map with str keys (``?`` marks optional keys, absent when u
                  "inputs": [int, ...], "outputs": [int, ...], "relaxed": bool}
     operand   = {"type": OperandType code, "dims": [int, ...], "scale": float,
                  "zero_point": int, "lifetime": OperandLifetime code, "name"?: str,
+                 "io_dtype"?: "int64",                 # TENSOR_INT32 model inputs/outputs
                  "value"?: bytes,                      # CONSTANT_COPY / CONSTANT_REFERENCE
                  "ref"?: [pool, offset, length],       # CONSTANT_REFERENCE, instead of value
                  "channel_quant"?: {"channel_dim": int, "scales": [float, ...]},
@@ -94,7 +95,8 @@ _MAX_NAME = 64 << 10
 _NONE: frozenset[str] = frozenset()
 _MODEL_KEYS = frozenset({"operands", "operations", "inputs", "outputs", "relaxed"})
 _OPERAND_KEYS = frozenset({"type", "dims", "scale", "zero_point", "lifetime"})
-_OPERAND_OPTIONAL = frozenset({"name", "value", "ref", "channel_quant", "subgraph"})
+_OPERAND_OPTIONAL = frozenset({"name", "value", "ref", "channel_quant", "subgraph",
+                               "io_dtype"})
 _OPERATION_KEYS = frozenset({"type", "inputs", "outputs"})
 _QUANT_KEYS = frozenset({"channel_dim", "scales"})
 _CONSTANT = (OperandLifetime.CONSTANT_COPY, OperandLifetime.CONSTANT_REFERENCE)
@@ -148,6 +150,8 @@ def _write_operand(model: Model, index: int, operand: Operand, path: str, depth:
     }
     if operand.name is not None:
         data["name"] = operand.name
+    if operand.io_dtype is not None:
+        data["io_dtype"] = operand.io_dtype
     ref = (_place(place, index, operand, path) if place is not None
            and operand.lifetime == _L.CONSTANT_REFERENCE and operand.type in REF_TYPES else None)
     if ref is not None:
@@ -207,6 +211,7 @@ class _OperandSpec:
     ref: tuple[ConstantMemory, int, int] | None
     channel_quant: tuple[int, tuple[float, ...]] | None
     subgraph: Model | None
+    io_dtype: str | None
 
 
 def model_from_wire(data: Any, memories: MemoryResolver | None = None) -> Model:
@@ -263,6 +268,9 @@ def _read_operand(data: Any, path: str, depth: int, budget: _Budget) -> _Operand
     if name is not None and (not isinstance(name, str) or len(name) > _MAX_NAME):
         raise BadData(f"{path}.name: expected a string of at most {_MAX_NAME} characters, got "
                       f"{describe(name)}")
+    io_dtype = fields.get("io_dtype")
+    if io_dtype is not None and not isinstance(io_dtype, str):
+        raise BadData(f"{path}.io_dtype: expected a string, got {describe(io_dtype)}")
     value = fields.get("value")
     raw_ref = fields.get("ref")
     ref = None
@@ -289,7 +297,7 @@ def _read_operand(data: Any, path: str, depth: int, budget: _Budget) -> _Operand
         raise BadData(f"{path}: a SUBGRAPH operand needs a 'subgraph'")
     return _OperandSpec(op_type, dims, check_float(fields["scale"], f"{path}.scale"),
                         check_int(fields["zero_point"], f"{path}.zero_point", *INT32_RANGE),
-                        lifetime, name, value, ref, quant, subgraph)
+                        lifetime, name, value, ref, quant, subgraph, io_dtype)
 
 
 def _read_value(value: Any, op_type: OperandType, dims: tuple[int, ...],
@@ -384,7 +392,8 @@ def _rebuild(specs: list[_OperandSpec],
     for i, spec in enumerate(specs):
         where = f"{path}.operands[{i}]"
         try:
-            model.add_operand(spec.type, spec.dims, spec.scale, spec.zero_point, name=spec.name)
+            model.add_operand(spec.type, spec.dims, spec.scale, spec.zero_point, name=spec.name,
+                              io_dtype=spec.io_dtype)
             if spec.channel_quant is not None:
                 model.set_operand_symm_per_channel_quant_params(i, *spec.channel_quant)
             if spec.value is not None:

@@ -138,7 +138,7 @@ class Graph:
         """Declare a model input (dims of 0 are unknown)."""
         op_type = operand_type_for(dtype)
         dims = tuple(int(d) for d in shape) or (1,)
-        tensor = self.builder.input(name, dims, op_type)
+        tensor = self.builder.input(name, dims, "int64" if dtype == np.int64 else op_type)
         self._inputs.append(tensor.index)
         value = Value(name, np.dtype(dtype), tuple(int(d) for d in shape), tensor=tensor)
         self.define(value)
@@ -242,8 +242,10 @@ class Graph:
         except NnrtError as exc:
             raise NodeUnsupported(f"{operation_name(op_type)} on constant inputs: {exc}") from None
 
-    def finish(self, outputs: Sequence[tuple[str, Value]]) -> Model:
-        """Declare the graph outputs (known outputs become constant operands) and build.
+    def finish(self, outputs: Sequence[tuple[str, Value]],
+               wide: Sequence[str] = ()) -> Model:
+        """Declare the graph outputs (known outputs become constant operands) and build;
+        those named in ``wide`` are int64 for callers (held as int32).
 
         An output that is known, a model input or an earlier output is copied by a CAST to its
         own type: a model output must be computed by an operation, and an operand cannot be
@@ -256,7 +258,10 @@ class Graph:
                 tensor = self.builder.operation(OperationType.CAST, tensor,
                                                 output_types=[tensor.type])[0]
             tensors.append(tensor)
-        self.builder.output(*tensors, names=[n for n, _ in outputs])
+        self.builder.output(*tensors, names=[n for n, _ in outputs],
+                            io_dtypes=["int64" if n in wide and t.type == T.TENSOR_INT32
+                                       else None for (n, _), t in zip(outputs, tensors,
+                                                                      strict=True)])
         return self.builder.build()
 
 

@@ -39,6 +39,7 @@ __all__ = ["MAX_OPSET", "MIN_OPSET", "convert_nodes", "graph_inputs", "load", "n
 #: opset 7. Any other node is reported unsupported.
 MIN_OPSET, MAX_OPSET = 7, 21
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+_INT64 = 7  # TensorProto.INT64
 
 
 def load(source: str | os.PathLike[str] | bytes | Any, *,
@@ -82,7 +83,8 @@ def _import(proto: Any, declared: int, pools: WeightPools,
     if unsupported:
         raise UnsupportedOnnxModel(unsupported)
     outputs = [(o.name, graph.lookup(o.name)) for o in proto.graph.output]
-    return graph.finish(outputs)
+    wide = [o.name for o in proto.graph.output if o.type.tensor_type.elem_type == _INT64]
+    return graph.finish(outputs, wide)
 
 
 def convert_nodes(graph: Graph, nodes: Sequence[Any], opset: int,

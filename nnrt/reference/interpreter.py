@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnrt.errors import BadData, BadState, NnrtError, OpFailed
-from nnrt.model.binding import InputBinder, Inputs
+from nnrt.model.binding import InputBinder, Inputs, widen, widened_outputs
 from nnrt.model.operand import dtype_of, is_scalar
 from nnrt.model.types import OperandType
 from nnrt.model.values import dims_compatible
@@ -49,7 +49,7 @@ def run(model: Model, inputs: Inputs) -> list[Array]:
         raise BadState("nnrt.reference.run: the model is not finished (call model.finish())")
     check_supported(model)
     plan = ExecutionPlan(model)
-    return plan.execute(plan.binder.bind(inputs))
+    return widen(plan.execute(plan.binder.bind(inputs)), widened_outputs(model))
 
 
 class OperationStep:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnrt.errors import BadData, BadState
-from nnrt.model.binding import InputBinder, Inputs
+from nnrt.model.binding import InputBinder, Inputs, widen, widened_outputs
 from nnrt.runtime.core import Shared, let_go
 from nnrt.runtime.step import Step
 from nnrt.runtime.stepper import PlanRunner
@@ -59,6 +59,8 @@ class CompiledModel:
         #: unknown dims) its per-shape variants.
         self._runner: Step | PlanRunner | ShapeVariants
         self._variants = variants
+        #: Outputs callers get in another dtype (int64 held as int32 inside).
+        self._widened = widened_outputs(model)
         self._steps: list[Step] = []
         self._ref: CompiledRef | None = None
         self._placement: PlacementReport | None = None
@@ -149,13 +151,14 @@ class CompiledModel:
             raise BadState("this compiled model was released")
         variants = self._variants
         if variants is not None:
-            if not _device_memories(inputs, outputs):
+            if not _device_memories(inputs, outputs):  # the variant widens its outputs
                 return await variants.execute(inputs, outputs, timeout, copy)
             if not self._steps:
                 raise BadData("device memories need the model compiled as it is, with its "
                               "unknown input dims; no driver among this compile's devices "
                               "runs it so (add 'reference')")
-        return await self._runner.execute(inputs, outputs, timeout, copy)
+        results = await self._runner.execute(inputs, outputs, timeout, copy)
+        return widen(results, self._widened) if self._widened else results
 
     async def release(self) -> None:
         """Free this model on every worker (once no identical compile of the runtime uses it

@@ -336,3 +336,17 @@ def test_load_reports_its_progress_node_by_node() -> None:
     assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
     x = np.array([-1.0, 2.0], np.float32)
     np.testing.assert_array_equal(nnrt.reference.run(loaded, [x])[0], [0.0, 2.0])
+
+
+def test_int64_inputs_and_outputs_stay_int64_for_callers() -> None:
+    model = _model([helper.make_node("Add", ["a", "b"], ["y"])],
+                   [helper.make_tensor_value_info("a", TP.INT64, [3]),
+                    helper.make_tensor_value_info("b", TP.INT64, [3])],
+                   [helper.make_tensor_value_info("y", TP.INT64, [3])])
+    feeds = {"a": np.array([1, -2, 3], np.int64), "b": np.array([10, 20, 2**30], np.int64)}
+    (expected,) = _ort(model, feeds)
+    loaded = nnrt.onnx.load(model)
+    assert [i.dtype for i in (*loaded.input_info, *loaded.output_info)] == [np.int64] * 3
+    (got,) = nnrt.reference.run(loaded, feeds)
+    assert got.dtype == expected.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
