@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType as Op
+from nnrt.onnx.errors import NeedsConstant
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.dynamic import hinted, sliced_at_runtime
@@ -242,8 +243,8 @@ def _slice_at_runtime(n: NodeContext, x: Value) -> Value:
                            x.rank)
     steps = _int_list(n, 4, "steps") if n.has_input(4) else [1] * count
     if len(axes) != count or steps != [1] * count:
-        n.fail(f"runtime starts / ends need {count} axes and unit steps, got axes {axes} and "
-               f"steps {steps}")
+        raise NeedsConstant(f"inputs 1 and 2 (starts, ends) must be known at import time with "
+                            f"steps other than 1 (got axes {axes}, steps {steps})")
     return sliced_at_runtime(n, x, n.input(1), n.input(2), axes)
 
 
