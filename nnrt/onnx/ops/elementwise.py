@@ -280,8 +280,12 @@ def where(n: NodeContext) -> list[Value]:
     cond, x, y = n.input(0), n.input(1), n.input(2)
     _same_dtype(n, x, y)
     shape = _broadcast_shape(n, cond, x, y)
-    if any(d <= 0 for d in shape):
-        n.fail(f"the broadcast shape {list(shape)} has unknown dims; pass input_shapes=")
+    if any(d <= 0 for d in shape) and not cond.shape == x.shape == y.shape:
+        n.fail(f"the broadcast shape {list(shape)} has dynamic dims the inputs do not share "
+               "(SELECT does not broadcast); pass input_shapes=")
+    if any(d <= 0 for d in shape):  # one shape: SELECT checks the dims agree at execution
+        return [n.graph.op(Op.SELECT, cond, x, y, dtype=x.dtype if x.dtype != np.int64 else
+                           np.int32, shape=shape)]
     args = [expand_to(n, v, shape) for v in (cond, x, y)]
     return [n.graph.op(Op.SELECT, *args, dtype=x.dtype if x.dtype != np.int64 else np.int32,
                        shape=shape if not shape else None)]

@@ -328,6 +328,9 @@ def gather(n: NodeContext) -> list[Value]:
         if x.const is not None:
             return [_known(x, np.take(x.const, a, axis=axis))]
         indices = Value("", _I32, a.shape, const=a.astype(np.int32))
+        if x.hint is not None and len(dims) == 1 and all(x.hint[int(i)] is not None
+                                                          for i in a.reshape(-1)):
+            return [hinted(x, [x.hint[int(i)] for i in a.reshape(-1)], out_shape)]  # static
     elif not size:
         n.fail(f"runtime indices on axis {axis}, whose size is dynamic, are not supported; "
                "pass input_shapes= to nnrt.onnx.load")
