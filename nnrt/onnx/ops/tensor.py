@@ -6,7 +6,9 @@ operations:
 
 * Transpose: TRANSPOSE (a RESHAPE when only size-1 dims move); Concat: CONCATENATION; Tile: TILE.
 * Split: SPLIT for equal parts, else one SLICE per part. Slice: SLICE for unit steps, else
-  STRIDED_SLICE.
+  STRIDED_SLICE; on dynamic axes STRIDED_SLICE with the bounds as given (its clamping is
+  ONNX's, but for a negative start with a negative step, which is reported); runtime starts /
+  ends: :func:`~nnrt.onnx.ops.dynamic.sliced_at_runtime`.
 * Gather: GATHER; runtime indices are first wrapped exactly (``i < 0 ? i + dim : i``).
   GatherND: the extension operation com.nnrt.GATHER_ND.
 * Pad: PAD (pad value +0) or PAD_V2, after a SLICE for negative pads; reflect: MIRROR_PAD; edge,
