@@ -168,6 +168,7 @@ class OperationType(IntEnum):
     NNRT_ERF = 0x1_0000
     NNRT_LAYER_NORMALIZATION = 0x1_0001
     NNRT_GATHER_ND = 0x1_0002
+    NNRT_SHAPE = 0x1_0003
 
     @property
     def is_extension(self) -> bool:

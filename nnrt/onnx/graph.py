@@ -23,11 +23,12 @@ import nnrt.reference
 from nnrt.errors import NnrtError
 from nnrt.memory import find_memory
 from nnrt.model.builder import ModelBuilder, Omitted, Tensor
-from nnrt.model.model import Model
+from nnrt.model.model import Model, refine_dims
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
 from nnrt.onnx.dtypes import SMALL_INTS, operand_type_for
 from nnrt.onnx.errors import NodeUnsupported
+from nnrt.onnx.partial import partial_shapes
 
 __all__ = ["Arg", "Graph", "Value"]
 
@@ -55,7 +56,8 @@ class Value:
     """One ONNX value: its dtype, its ONNX shape (0 = unknown dim) and where it lives.
 
     Exactly one of ``const`` (a known array of ``dtype``) and ``tensor`` (an operand of the
-    model) is set.
+    model) is set. ``hint`` is for a shape computed at execution (an integer vector or scalar
+    from ``Shape``): per element, the value where it is a static dim, None where it is not.
     """
 
     name: str
@@ -63,6 +65,7 @@ class Value:
     shape: tuple[int, ...]
     const: Array | None = None
     tensor: Tensor | None = None
+    hint: tuple[int | None, ...] | None = None
 
     @property
     def known(self) -> bool:
@@ -88,7 +91,7 @@ class Value:
 
     def renamed(self, name: str) -> Value:
         """The same value under another ONNX name."""
-        return Value(name, self.dtype, self.shape, self.const, self.tensor)
+        return Value(name, self.dtype, self.shape, self.const, self.tensor, self.hint)
 
 
 #: What :meth:`Graph.op` accepts as an operation input.
@@ -213,8 +216,27 @@ class Graph:
                                              output_types=types)
         except NnrtError as exc:
             raise NodeUnsupported(f"{operation_name(op_type)}: {exc}") from None
+        tensors = self._refined(tensors)
         return [self._shaped(Value(name, out_dtypes[k], t.shape, tensor=t), shapes, k)
                 for k, t in enumerate(tensors)]
+
+    def _refined(self, tensors: list[Tensor]) -> list[Tensor]:
+        """``tensors`` (one operation's outputs) with the dims NNAPI's inference left unknown
+        refined as far as they do not depend on unknown input dims (:mod:`nnrt.onnx.partial`);
+        the model's operands get those dims too."""
+        if not any(not t.shape for t in tensors):
+            return tensors
+        model = self.builder.model
+        shapes = partial_shapes(model, len(model.operations) - 1)
+        if shapes is None:
+            return tensors
+        refined = []
+        for t, dims in zip(tensors, shapes, strict=True):
+            if not t.shape and dims:
+                refine_dims(model, t.index, dims)
+                t = Tensor(t.index, t.type, dims)
+            refined.append(t)
+        return refined
 
     def _shaped(self, value: Value, shapes: Sequence[Sequence[int] | None] | None,
                 k: int) -> Value:
@@ -222,7 +244,11 @@ class Graph:
             return value
         onnx_shape = tuple(int(d) for d in shapes[k])  # type: ignore[union-attr]
         const = value.const.reshape(onnx_shape) if value.const is not None else None
-        return Value(value.name, value.dtype, onnx_shape, const, value.tensor)
+        tensor = value.tensor
+        if tensor is not None and not tensor.shape and onnx_shape:  # the dims NNAPI could not
+            refine_dims(self.builder.model, tensor.index, onnx_shape)  # tell: given by the caller
+            tensor = Tensor(tensor.index, tensor.type, onnx_shape)
+        return Value(value.name, value.dtype, onnx_shape, const, tensor, value.hint)
 
     def _fold(self, op_type: OperationType, args: Sequence[Arg],
               out_dtypes: Sequence[np.dtype[Any]]) -> list[Array] | None:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from nnrt.errors import BadData
-from nnrt.model.model import Model
+from nnrt.model.builder import Tensor
+from nnrt.model.model import Model, refine_dims
 from nnrt.onnx.dtypes import onnx_dtype
 from nnrt.onnx.errors import (
     NeedsConstant,
@@ -128,14 +129,25 @@ def _convert(graph: Graph, node: Any, opset: int) -> None:
         raise NodeUnsupported(f"{len(names)} outputs requested, nnrt computes {len(outputs)}")
     for name, value in zip(names, outputs, strict=False):
         if value.tensor is not None and not value.tensor.shape:  # unknown rank (no rank 0)
-            shape = graph.onnx_shape(name)
+            shape = _merged(value.shape, graph.onnx_shape(name))
             if shape is None:
                 raise NodeUnsupported(
                     f"the shape of output {name!r} cannot be inferred (some input dims are "
                     "unknown); pass input_shapes= to nnrt.onnx.load")
-            value = Value(value.name, value.dtype, shape, tensor=value.tensor)
+            if shape:  # the operand gets the rank and dims ONNX's inference tells
+                refine_dims(graph.builder.model, value.tensor.index, shape)
+            value = Value(value.name, value.dtype, shape, hint=value.hint,
+                          tensor=Tensor(value.tensor.index, value.tensor.type, shape))
         if name:
             graph.define(value.renamed(name))
+
+
+def _merged(ours: tuple[int, ...], onnx: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The dims a converter computed (``()``: it could not tell) completed by ONNX's inferred
+    ones (0 = unknown in either)."""
+    if not ours or onnx is None or len(onnx) != len(ours):
+        return ours or onnx
+    return tuple(a or b for a, b in zip(ours, onnx, strict=True))
 
 
 def node_attributes(node: Any) -> dict[str, Any]:
@@ -283,8 +295,7 @@ def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
             dtype = onnx_dtype(tensor_type.elem_type, where)
         except ValueError as exc:
             raise UnsupportedOnnxModel([UnsupportedNode("(input)", name, str(exc))]) from None
-        declared = [d.dim_value if d.HasField("dim_value") else 0
-                    for d in tensor_type.shape.dim]
+        declared = [_declared_dim(d) for d in tensor_type.shape.dim]
         if name in shapes:
             given = [int(d) for d in shapes[name]]
             if len(given) != len(declared) or any(
@@ -304,6 +315,13 @@ def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
                       f"(inputs: {sorted(names)})")
 
 
+def _declared_dim(dim: Any) -> int:
+    """One declared ONNX dim as an NNAPI dim: a positive ``dim_value`` is fixed; a
+    ``dim_param``, a missing value, and the ``-1`` and ``0`` some exporters (paddle2onnx) write
+    for "any size" are unknown (0)."""
+    return max(int(dim.dim_value), 0) if dim.HasField("dim_value") else 0
+
+
 def _inferred_shapes(proto: Any, inputs: Mapping[str, tuple[int, ...]]
                      ) -> dict[str, tuple[int, ...]]:
     """ONNX's own shape inference over the main graph, at the declared input shapes: the rank
@@ -318,9 +336,11 @@ def _inferred_shapes(proto: Any, inputs: Mapping[str, tuple[int, ...]]
         if known is None or not value_info.type.HasField("tensor_type"):
             continue
         dims = value_info.type.tensor_type.shape.dim
-        for d, size in zip(dims, known, strict=False):
+        for i, (d, size) in enumerate(zip(dims, known, strict=False)):
             if size > 0:
                 d.dim_value = size
+            elif not d.HasField("dim_param"):  # -1 / 0 / missing: unknown, not fixed
+                d.dim_param = f"nnrt_unknown_{value_info.name}_{i}"
     try:
         inferred = shape_inference.infer_shapes(fixed, strict_mode=False)
     except Exception:  # inference is a hint; the converters check everything
@@ -329,8 +349,7 @@ def _inferred_shapes(proto: Any, inputs: Mapping[str, tuple[int, ...]]
     for value_info in (*inferred.graph.value_info, *inferred.graph.output):
         tensor_type = value_info.type.tensor_type
         if value_info.type.HasField("tensor_type") and tensor_type.HasField("shape"):
-            shapes[value_info.name] = tuple(
-                d.dim_value if d.HasField("dim_value") else 0 for d in tensor_type.shape.dim)
+            shapes[value_info.name] = tuple(_declared_dim(d) for d in tensor_type.shape.dim)
     return shapes
 
 

@@ -25,6 +25,7 @@ from nnrt.ops import (  # noqa: F401 - imported for their registrations
     reshape,
     resize,
     sequence_lstm,
+    shape_op,
     slicing,
     softmax,
     space,

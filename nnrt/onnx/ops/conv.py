@@ -8,9 +8,15 @@ which GROUPED_CONV_2D cannot express — is split into one CONV_2D per group. ``
 becomes TRANSPOSE_CONV_2D (filter ``[in, out, kh, kw]`` -> ``[out, kh, kw, in]``), one per group.
 1-D operators run as 2-D ones over a height of 1.
 
-Padding is always explicit: ``auto_pad`` is resolved here from the static input size as
-onnxruntime does (SAME_UPPER puts the odd element at the end, SAME_LOWER at the start). NNAPI
-wants each padding smaller than the (dilated) filter; larger paddings go into a PAD first.
+Padding is explicit where the input's spatial dims are known: ``auto_pad`` is resolved here
+from them as onnxruntime does (SAME_UPPER puts the odd element at the end, SAME_LOWER at the
+start). Where they are unknown, SAME_UPPER becomes NNAPI's implicit padding scheme SAME, which is
+the same rule (``ceil(size / stride)`` outputs, total padding ``max(0, (out - 1) * stride +
+effective_filter - size)``, the smaller half ``total // 2`` at the start); SAME_LOWER has no
+implicit equivalent and is reported. NNAPI wants each padding smaller than the (dilated) filter;
+larger paddings go into a PAD first. ConvTranspose's explicit pads do not depend on the input
+size (NNAPI's tail crop is ``pad_end - output_padding``), so only its SAME and ``output_shape``
+forms need known spatial dims.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType as Op
+from nnrt.model.types import PaddingCode
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.linear import require_float, reshape, transpose
@@ -40,12 +47,16 @@ class Window:
     kernel: tuple[int, ...]
     strides: tuple[int, ...]
     dilations: tuple[int, ...]
-    #: (begin, end) padding per spatial dim.
+    #: (begin, end) padding per spatial dim (zeros when ``same``).
     pads: tuple[tuple[int, int], ...]
+    #: Padded by NNAPI's implicit scheme SAME (ONNX SAME_UPPER on unknown spatial dims).
+    same: bool = False
 
     def nnapi_args(self) -> list[int]:
         """NNAPI's explicit ``pad_left, pad_right, pad_top, pad_bottom, stride_w, stride_h``
-        of a 2-D window."""
+        of a 2-D window, or the implicit ``PaddingCode.SAME, stride_w, stride_h``."""
+        if self.same:
+            return [int(PaddingCode.SAME), self.strides[1], self.strides[0]]
         (top, bottom), (left, right) = self.pads
         return [left, right, top, bottom, self.strides[1], self.strides[0]]
 
@@ -66,7 +77,8 @@ def _ints(n: NodeContext, name: str, count: int, default: int) -> tuple[int, ...
 
 def read_window(n: NodeContext, spatial: Sequence[int], kernel: Sequence[int]) -> Window:
     """The window of ``n`` (attributes strides, dilations, pads, auto_pad) over an input of
-    ``spatial`` dims (0 = unknown; SAME padding needs them known)."""
+    ``spatial`` dims (0 = unknown: SAME_UPPER is then NNAPI's implicit SAME, SAME_LOWER is
+    reported)."""
     rank = len(kernel)
     strides = _ints(n, "strides", rank, 1)
     dilations = _ints(n, "dilations", rank, 1)
@@ -82,10 +94,14 @@ def read_window(n: NodeContext, spatial: Sequence[int], kernel: Sequence[int]) -
         pads = tuple((flat[i], flat[i + rank]) for i in range(rank))
     elif auto_pad == "VALID":
         pads = ((0, 0),) * rank
-    else:
-        if not all(d > 0 for d in spatial):
-            n.fail(f"auto_pad {auto_pad} needs known spatial dims, got {list(spatial)}; pass "
+    elif not all(d > 0 for d in spatial):
+        if auto_pad == "SAME_LOWER":
+            n.fail(f"auto_pad SAME_LOWER on the dynamic spatial dims {list(spatial)} has no "
+                   "NNAPI equivalent (implicit SAME pads the odd element at the end); pass "
                    "input_shapes= to nnrt.onnx.load")
+        return Window(tuple(int(k) for k in kernel), strides, dilations, ((0, 0),) * rank,
+                      same=True)
+    else:
         pads = tuple(_same_pads(size, s, (k - 1) * d + 1, auto_pad == "SAME_LOWER")
                      for size, s, k, d in zip(spatial, strides, kernel, dilations, strict=True))
     return Window(tuple(int(k) for k in kernel), strides, dilations, pads)
@@ -123,7 +139,7 @@ def _window_2d(window: Window) -> Window:
     if len(window.kernel) == 2:
         return window
     return Window((1, *window.kernel), (1, *window.strides), (1, *window.dilations),
-                  ((0, 0), *window.pads))
+                  ((0, 0), *window.pads), window.same)
 
 
 def _spatial_rank(n: NodeContext, x: Value) -> int:
@@ -216,7 +232,7 @@ def _dilated_groups(n: NodeContext, x: Value, w: Value, bias: Value, window: Win
 
 def _pad_beyond_filter(n: NodeContext, x: Value, window: Window) -> tuple[Value, Window]:
     """Move the padding into a PAD when some side is not smaller than the dilated filter."""
-    if all(max(p) < window.effective(i) for i, p in enumerate(window.pads)):
+    if window.same or all(max(p) < window.effective(i) for i, p in enumerate(window.pads)):
         return x, window
     paddings = np.asarray([(0, 0), (0, 0), *window.pads], np.int32)
     padded = n.graph.op(Op.PAD, x, paddings)
@@ -239,9 +255,11 @@ def conv_transpose(n: NodeContext) -> list[Value]:
     groups = int(n.attr("group", 1))
     in_channels, group_out = w.shape[0], w.shape[1]
     sizes = x.shape[2:]
-    if not all(d > 0 for d in sizes):
-        n.fail(f"the spatial dims of {list(x.shape)} must be known; pass input_shapes= to "
-               "nnrt.onnx.load")
+    if not all(d > 0 for d in sizes) and (
+            n.attr("output_shape") is not None or n.attr("auto_pad", "NOTSET") in (
+                "SAME_UPPER", "SAME_LOWER")):
+        n.fail(f"output_shape / auto_pad SAME on the dynamic spatial dims {list(sizes)} needs "
+               "them known; pass input_shapes= to nnrt.onnx.load")
     if groups < 1 or x.shape[1] not in (0, in_channels) or in_channels % groups:
         n.fail(f"group {groups} does not fit input channels {x.shape[1]} and weights "
                f"{list(w.shape)}")
@@ -288,6 +306,11 @@ def _transpose_pads(n: NodeContext, sizes: Sequence[int], kernel: Sequence[int],
             n.fail(f"output_shape {shape} does not give {rank} spatial dims")
     result = []
     for i, (size, k, s) in enumerate(zip(sizes, kernel, strides, strict=True)):
+        if not size:  # explicit pads crop the same whatever the size: NNAPI's tail is fixed
+            head = 0 if auto_pad == "VALID" else flat[i]
+            tail = (0 if auto_pad == "VALID" else flat[i + rank]) - adjust[i]
+            result.append((head, tail))
+            continue
         full = (size - 1) * s + k
         if shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
             out = shape[i] if shape is not None else size * s

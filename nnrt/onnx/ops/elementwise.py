@@ -45,10 +45,25 @@ def _scalar_like(value: Value, x: float) -> Value:
 
 
 def _broadcast_shape(n: NodeContext, *values: Value) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*(v.shape for v in values)))
-    except ValueError:
-        n.fail(f"input shapes {[list(v.shape) for v in values]} do not broadcast")
+    """ONNX's broadcast of the values' shapes; an unknown dim (0 in a runtime value) must be 1
+    or the other dims' size, so it takes a known size above 1 and stays unknown otherwise."""
+    if all(v.static for v in values):
+        try:
+            return tuple(np.broadcast_shapes(*(v.shape for v in values)))
+        except ValueError:
+            n.fail(f"input shapes {[list(v.shape) for v in values]} do not broadcast")
+    rank = max(v.rank for v in values)
+    out = [1] * rank
+    for v in values:
+        for i, d in enumerate((1,) * (rank - v.rank) + tuple(v.shape)):
+            o = out[i]
+            if d == 1 or d == o:
+                continue
+            if o == 1 or (o == 0 and d > 1):
+                out[i] = d
+            elif d > 1 and o > 1:
+                n.fail(f"input shapes {[list(v.shape) for v in values]} do not broadcast")
+    return tuple(out)
 
 
 def binary(n: NodeContext, op: Op, a: Value, b: Value, dtype: Any = None) -> Value:
@@ -265,8 +280,12 @@ def where(n: NodeContext) -> list[Value]:
     cond, x, y = n.input(0), n.input(1), n.input(2)
     _same_dtype(n, x, y)
     shape = _broadcast_shape(n, cond, x, y)
-    if any(d <= 0 for d in shape):
-        n.fail(f"the broadcast shape {list(shape)} has unknown dims; pass input_shapes=")
+    if any(d <= 0 for d in shape) and not cond.shape == x.shape == y.shape:
+        n.fail(f"the broadcast shape {list(shape)} has dynamic dims the inputs do not share "
+               "(SELECT does not broadcast); pass input_shapes=")
+    if any(d <= 0 for d in shape):  # one shape: SELECT checks the dims agree at execution
+        return [n.graph.op(Op.SELECT, cond, x, y, dtype=x.dtype if x.dtype != np.int64 else
+                           np.int32, shape=shape)]
     args = [expand_to(n, v, shape) for v in (cond, x, y)]
     return [n.graph.op(Op.SELECT, *args, dtype=x.dtype if x.dtype != np.int64 else np.int32,
                        shape=shape if not shape else None)]
@@ -323,7 +342,7 @@ def cast_to(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
             return small
     same = {np.dtype(np.int64): np.dtype(np.int32)}
     if same.get(target, target) == same.get(x.dtype, x.dtype):
-        return Value(x.name, target, x.shape, tensor=x.tensor)
+        return Value(x.name, target, x.shape, tensor=x.tensor, hint=x.hint)
     keep = x.shape if not x.shape else None
     if target == _BOOL:  # NNAPI CAST has no bool results: x != 0
         return binary(n, Op.NOT_EQUAL, x, _scalar_like(x, 0), dtype=_BOOL)

@@ -35,10 +35,13 @@ _MAX_RANK = 4
 # -- shared data movement --------------------------------------------------------------------
 
 
-def reshape(n: NodeContext, x: Value, shape: Sequence[int]) -> Value:
+def reshape(n: NodeContext, x: Value, shape: Sequence[int], like: Value | None = None
+            ) -> Value:
     """``x`` with ONNX shape ``shape`` (numpy for a known value, NNAPI RESHAPE otherwise).
 
-    One dim of ``shape`` may be 0 (unknown, as in ``Value.shape``): RESHAPE infers it.
+    One dim of ``shape`` may be 0 (unknown, as in ``Value.shape``): RESHAPE infers it. More
+    need ``like``, whose dims at the same positions they are: the target shape is then computed
+    at execution (:func:`~nnrt.onnx.ops.dynamic.dims_like`).
     """
     dims = tuple(int(d) for d in shape)
     if x.const is not None:
@@ -48,6 +51,10 @@ def reshape(n: NodeContext, x: Value, shape: Sequence[int]) -> Value:
     if max(x.rank, len(dims)) > _MAX_RANK:
         n.fail(f"reshaping {list(x.shape)} to {list(dims)} at run time is not supported "
                f"(NNAPI tensors have rank ≤ {_MAX_RANK})")
+    if dims.count(0) > 1 and like is not None and len(dims) <= like.rank:
+        from nnrt.onnx.ops.dynamic import dims_like  # noqa: PLC0415 - dynamic imports shape
+
+        return n.graph.op(Op.RESHAPE, x, dims_like(n, like, dims), shape=dims)
     if dims.count(0) > 1:
         n.fail(f"reshaping {list(x.shape)} needs more known dims than {list(dims)}; pass "
                "input_shapes= to nnrt.onnx.load")
@@ -119,15 +126,16 @@ def _fully_connected(n: NodeContext, a: Value, b: Array) -> Value:
         return n.graph.op(Op.FULLY_CONNECTED, a, w, _zeros(a, units), 0)
     rows = known_product(a.shape[:-1])
     y = n.graph.op(Op.FULLY_CONNECTED, reshape(n, a, (rows, k)), w, _zeros(a, units), 0)
-    return reshape(n, y, out_shape)
+    return reshape(n, y, out_shape, like=a)
 
 
 def _batch_matmul(n: NodeContext, a: Value, b: Value) -> Value:
     """``a @ b`` with BATCH_MATMUL: 1-D operands promoted, batch dims broadcast and merged."""
     a2 = a if a.rank > 1 else reshape(n, a, (1, a.shape[0]))
     b2 = b if b.rank > 1 else reshape(n, b, (b.shape[0], 1))
-    if a2.rank == b2.rank <= _MAX_RANK and a2.shape[:-2] == b2.shape[:-2] and (
-            a2.rank == 2 or all(d > 0 for d in a2.shape[:-2])):  # batches already agree
+    if a2.rank == b2.rank <= _MAX_RANK and a2.shape[:-2] == b2.shape[:-2]:
+        # batches agree (dynamic batch dims at the same places must be equal at execution:
+        # BATCH_MATMUL does not broadcast them, and reports a mismatch)
         y = n.graph.op(Op.BATCH_MATMUL, a2, b2, False, False)
         if a.rank == 1 or b.rank == 1:
             return reshape(n, y, _matmul_shape(a, b, a2.shape[:-2]))

@@ -8,6 +8,11 @@ AVERAGE leaves out of the count, as onnxruntime does. NNAPI's AVERAGE only count
 elements, which is ``count_include_pad = 0``; with ``count_include_pad = 1`` the padding goes
 into an explicit zero PAD first, so it is counted (the ceil-mode extra still is not, as in
 onnxruntime). The global pools are MEAN / REDUCE_MAX over the spatial axes, keeping them.
+
+On unknown spatial dims the NNAPI pool is the same operation: explicit pads do not depend on
+the input size, and SAME_UPPER is NNAPI's implicit SAME (see :mod:`nnrt.onnx.ops.conv`).
+What needs the size is reported: ``ceil_mode`` with a stride above 1 (its extra padding),
+dilation (per-tap slices), ``count_include_pad`` with SAME padding.
 """
 
 from __future__ import annotations
@@ -44,12 +49,16 @@ def pool(n: NodeContext) -> list[Value]:
     if kernel is None or len(kernel) != x.rank - 2:
         n.fail(f"kernel_shape {kernel} does not give {x.rank - 2} spatial dims")
     sizes = x.shape[2:]
-    if not all(d > 0 for d in sizes):
-        n.fail(f"the spatial dims of {list(x.shape)} must be known; pass input_shapes= to "
-               "nnrt.onnx.load")
     window = read_window(n, sizes, kernel)
-    ceil_mode = bool(n.attr("ceil_mode", 0))
+    ceil_mode = bool(n.attr("ceil_mode", 0)) and set(window.strides) != {1}  # 1: floor = ceil
     include_pad = n.op_type == "AveragePool" and bool(n.attr("count_include_pad", 0))
+    if not all(d > 0 for d in sizes):
+        needs = ("ceil_mode with strides above 1" if ceil_mode else
+                 "dilations" if set(window.dilations) != {1} else
+                 "count_include_pad with auto_pad SAME" if include_pad and window.same else None)
+        if needs is not None:
+            n.fail(f"{needs} needs the spatial dims, which are dynamic ({list(x.shape)}); pass "
+                   "input_shapes= to nnrt.onnx.load")
     extra = tuple(_ceil_extra(size, window.effective(i), s, p) if ceil_mode else 0
                   for i, (size, s, p) in enumerate(zip(sizes, window.strides, window.pads,
                                                        strict=True)))
@@ -68,14 +77,14 @@ def _nnapi_pool(n: NodeContext, x: Value, window: Window, extra: tuple[int, ...]
     x4 = as_2d(n, x)
     if x.rank == 3:
         window = Window((1, *window.kernel), (1, *window.strides), (1, 1),
-                        ((0, 0), *window.pads))
+                        ((0, 0), *window.pads), window.same)
         extra = (0, *extra)
     pads = window.pads
     if include_pad and any(max(p) for p in pads):
         x4 = n.graph.op(Op.PAD, x4, np.asarray([(0, 0), (0, 0), *pads], np.int32))
         pads = ((0, 0), (0, 0))
     pads = tuple((head, tail + more) for (head, tail), more in zip(pads, extra, strict=True))
-    window = Window(window.kernel, window.strides, window.dilations, pads)
+    window = Window(window.kernel, window.strides, window.dilations, pads, window.same)
     op = Op.MAX_POOL_2D if n.op_type == "MaxPool" else Op.AVERAGE_POOL_2D
     y = n.graph.op(op, x4, *window.nnapi_args(), window.kernel[1], window.kernel[0], 0, True)
     return from_2d(n, y, x.rank)

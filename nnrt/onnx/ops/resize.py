@@ -18,8 +18,15 @@ past the edges, which otherwise repeat the edge element). The operation emitted 
 Output sizes are onnxruntime's: ``floor(scale * size)`` in float32, or the ``sizes`` input
 (with ``keep_aspect_ratio_policy``); coordinates use the scale and, for align_corners, the
 integer output length. Opset 10 Resize and Upsample are ``asymmetric``, nearest rounding down
-when enlarging and up when shrinking (onnxruntime's). Non-static shapes, runtime scales /
-sizes / roi and ranks above 4 are refused.
+when enlarging and up when shrinking (onnxruntime's). Runtime scales / sizes / roi and ranks
+above 4 are refused.
+
+Where the height or width is dynamic the taps cannot be listed at import. A nearest ``asymmetric``
+resize rounding down (``floor``, or opset 10's enlarging rule) by known power-of-two scales of
+height and width is then RESIZE_NEAREST_NEIGHBOR in its scale form: its output size
+``floor(size * scale)`` is ONNX's, and its source index ``floor(x * (size / out))`` is ONNX's
+``floor(x / scale)``, both ratios being the same power of two, exact in float32. Anything else
+on dynamic resized dims is reported.
 """
 
 from __future__ import annotations
@@ -79,6 +86,8 @@ def resize(n: NodeContext) -> list[Value]:
     x = n.input(0)
     require_float(n, x)
     method = _read_method(n)
+    if x.rank == 4 and not all(d > 0 for d in x.shape[2:]):
+        return [_dynamic_nearest(n, x, method)]
     sizes, scales, roi = _targets(n, x.shape, method)
     return [_interpolate(n, x, method, sizes, scales, roi)]
 
@@ -101,6 +110,29 @@ def upsample(n: NodeContext) -> list[Value]:
     sizes = [int(v) for v in np.floor(scales * np.asarray(shape, np.float32))]
     method = _Method("nearest" if mode == "nearest" else "linear", "asymmetric")
     return [_interpolate(n, x, method, sizes, scales, None)]
+
+
+def _dynamic_nearest(n: NodeContext, x: Value, method: _Method) -> Value:
+    """Resize of dynamic NCHW height / width: RESIZE_NEAREST_NEIGHBOR by scale, where exact."""
+    scales_at = 1 if n.opset < 11 else 2
+    given = n.const_input(scales_at, "scales") if n.has_input(scales_at) else None
+    if n.opset >= 18:
+        n.attr("keep_aspect_ratio_policy")  # only shapes a resize to sizes, refused here
+        if [int(a) % 4 for a in n.attr("axes", range(4))] != [0, 1, 2, 3]:
+            n.fail("axes other than all four on dynamic dims are not supported")
+    factors = [] if given is None else [float(f) for f in given.reshape(-1)]
+    exact = (method.mode == "nearest" and method.coordinates == "asymmetric"
+             and method.nearest in ("floor", "legacy") and len(factors) == 4
+             and factors[:2] == [1.0, 1.0]
+             and all(f >= 1 and f == 2.0 ** round(math.log2(f)) for f in factors[2:]))
+    if not exact:
+        n.fail(f"the height and width of {list(x.shape)} are dynamic: only a nearest "
+               "asymmetric floor resize by power-of-two scales has an exact NNAPI form there; "
+               "pass input_shapes= to nnrt.onnx.load")
+    fh, fw = int(factors[2]), int(factors[3])
+    out = (x.shape[0], x.shape[1], x.shape[2] * fh, x.shape[3] * fw)
+    return n.graph.op(Op.RESIZE_NEAREST_NEIGHBOR, x, float(fw), float(fh), True, False, False,
+                      shape=out)
 
 
 # -- attributes and targets ------------------------------------------------------------------

@@ -1,11 +1,15 @@
 """Shape operators: Shape, Size, Range, ConstantOfShape, Reshape, Flatten, Squeeze, Unsqueeze,
 Expand — and :func:`reshaped` / :func:`carried`, which the tensor operators share.
 
-Shapes are known at import (``input_shapes=`` fixes dynamic ones), so Shape, Size, Range and
-ConstantOfShape always fold to constants and shape sub-graphs never reach the model. Reshape,
-Flatten, Squeeze and Unsqueeze are one RESHAPE (EXPAND_DIMS for integer Unsqueeze; nothing when
-only an ONNX scalar becomes ``[1]`` or back); Expand is a TILE (a LOGICAL_AND with ones for
-booleans). Every converter computes known inputs in numpy with ONNX semantics.
+Where the dims they read are static, Shape, Size, Range and ConstantOfShape fold to constants
+and shape sub-graphs never reach the model. Where they are dynamic, Shape is com.nnrt.SHAPE and
+the shape arithmetic runs in the model (:mod:`nnrt.onnx.ops.dynamic`): Reshape to a runtime
+shape is a RESHAPE of that int32 tensor, ConstantOfShape a FILL, Expand a MUL with a FILL of
+ones (LOGICAL_AND for booleans). Reshape, Flatten, Squeeze and Unsqueeze are one RESHAPE
+(EXPAND_DIMS when only size-1 dims are inserted into integer or dynamic tensors, SQUEEZE when
+they are removed from dynamic ones; nothing when only an ONNX scalar becomes ``[1]`` or back);
+Expand to a known shape is a TILE (a LOGICAL_AND with ones for booleans). Every converter
+computes known inputs in numpy with ONNX semantics.
 
 NNAPI's data-movement kernels (RESHAPE, TRANSPOSE, CONCATENATION, STRIDED_SLICE, PAD_V2, ...)
 take float tensors only. :func:`carried` moves other tensors through them exactly: booleans as
@@ -25,7 +29,8 @@ from nnrt.model.types import OperationType as Op
 from nnrt.onnx.dtypes import SMALL_INTS
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
-from nnrt.onnx.ops.elementwise import expand_to
+from nnrt.onnx.ops.dynamic import dims_of, filled, reshape_to
+from nnrt.onnx.ops.elementwise import binary, expand_to
 from nnrt.onnx.smallint import as_int32, retagged
 
 __all__ = ["carried", "normalized_axes", "reshaped", "shape_of"]
@@ -61,21 +66,37 @@ def _rank0(shape: Sequence[int]) -> tuple[int, ...] | None:
 
 def reshaped(n: NodeContext, x: Value, shape: Sequence[int]) -> Value:
     """``x`` with ONNX shape ``shape`` (same element count): a RESHAPE, EXPAND_DIMS for integer
-    tensors that only gain size-1 dims, or nothing when the operand dims already match."""
+    tensors that only gain size-1 dims, or nothing when the operand dims already match.
+
+    ``shape`` may hold unknown dims (0) where ``x`` has them, in the same order (size-1 dims
+    inserted or removed around them): one becomes RESHAPE's inferred -1; more need an
+    EXPAND_DIMS chain (only insertions) or a SQUEEZE (only removals of size-1 dims)."""
     target = tuple(int(d) for d in shape)
     if x.const is not None:
         return _known(x, x.const.reshape(target))
+    hint = x.hint if x.hint is not None and len(target) <= 1 else None
     if (target or (1,)) == (x.shape or (1,)):
-        return Value(x.name, x.dtype, target, tensor=x.tensor)
+        return Value(x.name, x.dtype, target, tensor=x.tensor, hint=hint)
     inserted = _inserted_axes(x.shape or (1,), target)
-    if x.dtype.kind in "iu" and inserted is not None:
+    unknown = sum(1 for d in target if d <= 0)
+    if inserted is not None and (x.dtype.kind in "iu" or unknown > 1):
         y = x
         for axis in inserted:
-            y = n.graph.op(Op.EXPAND_DIMS, y, axis)
-        return Value(x.name, x.dtype, target, tensor=y.tensor)
-    dims = np.asarray(target or (1,), np.int32)
-    return carried(n, [x], lambda vs, _: [
-        n.graph.op(Op.RESHAPE, vs[0], dims, shape=_rank0(target))])[0]
+            y = n.graph.op(Op.EXPAND_DIMS, y, axis, shape=(*y.shape[:axis], 1, *y.shape[axis:])
+                           if unknown else None)
+        return Value(x.name, x.dtype, target, tensor=y.tensor, hint=hint)
+    if unknown > 1:
+        removed = _inserted_axes(target or (1,), x.shape)
+        if removed is None or any(x.shape[a] != 1 for a in removed):
+            n.fail(f"reshaping {list(x.shape)} to {list(target)} moves several dynamic dims; "
+                   "pass input_shapes= to nnrt.onnx.load")
+        axes = np.asarray(removed, np.int32)
+        return carried(n, [x], lambda vs, _: [
+            n.graph.op(Op.SQUEEZE, vs[0], axes, shape=target)])[0]
+    dims = np.asarray([d if d > 0 else -1 for d in target] or (1,), np.int32)
+    y = carried(n, [x], lambda vs, _: [
+        n.graph.op(Op.RESHAPE, vs[0], dims, shape=target if unknown else _rank0(target))])[0]
+    return Value(y.name, y.dtype, y.shape, tensor=y.tensor, hint=hint)
 
 
 def _inserted_axes(src: tuple[int, ...], dst: tuple[int, ...]) -> list[int] | None:
@@ -124,6 +145,10 @@ def carried(n: NodeContext, values: Sequence[Value], build: Build, *,
 def _bool_as_float(n: NodeContext, v: Value) -> Value:
     if v.const is not None:
         return _known(v, v.const.astype(np.float32))
+    if not v.static:
+        dims = dims_of(n, v, 0, v.rank)
+        ones, zeros = (filled(n, dims, c, _F32, v.shape) for c in (1.0, 0.0))
+        return n.graph.op(Op.SELECT, v, ones, zeros, dtype=_F32, shape=v.shape)
     shape = n.static_shape(v)
     ones = Value("", _F32, shape, const=np.ones(shape, np.float32))
     zeros = Value("", _F32, shape, const=np.zeros(shape, np.float32))
@@ -198,14 +223,15 @@ def _axes_input(n: NodeContext, index: int) -> Array | None:
 
 @converter("Shape")
 def shape(n: NodeContext) -> list[Value]:
-    """Shape (``start`` / ``end`` from opset 15): a known int64 vector."""
+    """Shape (``start`` / ``end`` from opset 15): a known int64 vector where the dims it picks
+    are static, else com.nnrt.SHAPE (and a SLICE) computing them at execution."""
     x = n.input(0)
     dims = x.const.shape if x.const is not None else x.shape
     start, end = int(n.attr("start", 0)), n.attr("end")
-    picked = list(dims)[slice(start, None if end is None else int(end))]
+    first, last, _ = slice(start, None if end is None else int(end)).indices(len(dims))
+    picked = list(dims)[first:last]
     if x.const is None and any(d <= 0 for d in picked):
-        n.fail(f"input {x.name!r} has unknown dims {list(x.shape)}; pass input_shapes= to "
-               "nnrt.onnx.load")
+        return [dims_of(n, x, first, last)]
     return [n.graph.const(np.asarray(picked, np.int64))]
 
 
@@ -245,14 +271,23 @@ def range_(n: NodeContext) -> list[Value]:
 
 @converter("ConstantOfShape")
 def constant_of_shape(n: NodeContext) -> list[Value]:
-    """ConstantOfShape on a known shape: ``value`` (default float32 0) everywhere."""
-    dims = [int(d) for d in n.const_input(0, "shape").reshape(-1)]
-    if any(d < 0 for d in dims):
-        n.fail(f"shape {dims} has a negative dim")
+    """ConstantOfShape: ``value`` (default float32 0) everywhere; a constant for a known shape,
+    a FILL of the shape computed at execution otherwise."""
     value = n.attr("value")
     fill = np.zeros(1, np.float32) if value is None else np.asarray(value)
     if fill.size != 1:
         n.fail(f"value must hold one element, got {fill.size}")
+    target = n.input(0)
+    if not target.known:
+        if target.rank != 1 or not target.static:
+            n.fail(f"input 0 (shape) must be a 1-D tensor of known length, got "
+                   f"{list(target.shape)}")
+        hint = target.hint or (None,) * target.shape[0]
+        out = tuple(h if h is not None and h > 0 else 0 for h in hint)
+        return [filled(n, target, fill.reshape(()).item(), fill.dtype, out)]
+    dims = [int(d) for d in n.const_input(0, "shape").reshape(-1)]
+    if any(d < 0 for d in dims):
+        n.fail(f"shape {dims} has a negative dim")
     return [n.graph.const(np.full(dims, fill.reshape(()), fill.dtype))]
 
 
@@ -260,9 +295,13 @@ def constant_of_shape(n: NodeContext) -> list[Value]:
 def reshape(n: NodeContext) -> list[Value]:
     """Reshape to a known shape: 0 copies the input dim (unless ``allowzero``), -1 is inferred."""
     x = n.input(0)
-    target = [int(d) for d in n.const_input(1, "shape").reshape(-1)]
     allow_zero = bool(n.attr("allowzero", 0))
+    if not n.input(1).known and x.const is None:
+        return [reshape_to(n, x, n.input(1), allow_zero)]
+    target = [int(d) for d in n.const_input(1, "shape").reshape(-1)]
     dims = x.const.shape if x.const is not None else x.shape
+    if not x.static:
+        return [_reshaped_dynamic(n, x, target, allow_zero)]
     out = []
     for i, d in enumerate(target):
         if d == 0 and not allow_zero:
@@ -286,6 +325,26 @@ def reshape(n: NodeContext) -> list[Value]:
     return [reshaped(n, x, out)]
 
 
+def _reshaped_dynamic(n: NodeContext, x: Value, target: list[int], allow_zero: bool) -> Value:
+    """Reshape of ``x`` with dynamic dims to a known ``target``: one RESHAPE when at most one
+    output dim is not static (it becomes RESHAPE's inferred -1), else the runtime path."""
+    out = []
+    for i, d in enumerate(target):
+        if d == 0 and not allow_zero:
+            if i >= x.rank:
+                n.fail(f"shape {target}: dim {i} copies an input dim that is missing (input "
+                       f"{list(x.shape)})")
+            d = x.shape[i] or -1
+        elif d < -1 or (d == 0 and -1 in target):
+            n.fail(f"shape {target} is not a valid target")
+        out.append(d)
+    if out.count(-1) > 1:
+        return reshape_to(n, x, n.graph.const(np.asarray(target, np.int64)), allow_zero)
+    if 0 in out:  # allowzero: an empty result, which NNAPI's RESHAPE cannot make
+        n.fail(f"shape {target} with allowzero makes an empty tensor")
+    return reshaped(n, x, [0 if d == -1 else d for d in out])
+
+
 @converter("Flatten")
 def flatten(n: NodeContext) -> list[Value]:
     """Flatten to 2-D around ``axis`` (default 1; negative from opset 11)."""
@@ -303,23 +362,31 @@ def flatten(n: NodeContext) -> list[Value]:
 def squeeze(n: NodeContext) -> list[Value]:
     """Squeeze the given size-1 axes (all size-1 dims when none are given)."""
     x = n.input(0)
-    dims = shape_of(n, x)
+    dims = x.const.shape if x.const is not None else x.shape
     axes_value = _axes_input(n, 1)
     if axes_value is None:
+        dims = shape_of(n, x)
         axes = [i for i, d in enumerate(dims) if d == 1]
     else:
         axes = normalized_axes(n, axes_value, len(dims))
-        wrong = [a for a in axes if dims[a] != 1]
+        wrong = [a for a in axes if dims[a] not in (0, 1)]
         if wrong:
             n.fail(f"cannot squeeze axis {wrong[0]} of size {dims[wrong[0]]} (input {list(dims)})")
-    return [reshaped(n, x, [d for i, d in enumerate(dims) if i not in axes])]
+    out = [d for i, d in enumerate(dims) if i not in axes]
+    if x.const is None and any(dims[a] == 0 for a in axes):  # SQUEEZE checks they are 1
+        squeezed = np.asarray(axes, np.int32)
+        return carried(n, [x], lambda vs, _: [
+            n.graph.op(Op.SQUEEZE, vs[0], squeezed, shape=out or (1,))])[:1] if out else [
+            reshaped(n, carried(n, [x], lambda vs, _: [
+                n.graph.op(Op.SQUEEZE, vs[0], squeezed, shape=(1,))])[0], [])]
+    return [reshaped(n, x, out)]
 
 
 @converter("Unsqueeze")
 def unsqueeze(n: NodeContext) -> list[Value]:
     """Unsqueeze: insert size-1 dims at the given axes of the output."""
     x = n.input(0)
-    dims = shape_of(n, x)
+    dims = x.const.shape if x.const is not None else x.shape
     axes_value = _axes_input(n, 1)
     if axes_value is None:
         n.fail("axes are required")
@@ -334,6 +401,8 @@ def expand(n: NodeContext) -> list[Value]:
     """Expand to a known shape with ONNX (two-way) broadcasting: TILE for float and integer
     tensors, LOGICAL_AND with ones for booleans."""
     x = n.input(0)
+    if not n.input(1).known or not x.static:
+        return [_expanded_dynamic(n, x, n.input(1))]
     dims = shape_of(n, x)
     target = [int(d) for d in n.const_input(1, "shape").reshape(-1)]
     try:
@@ -352,3 +421,32 @@ def expand(n: NodeContext) -> list[Value]:
     multiples = np.asarray([o // d for o, d in zip(out, lifted.shape, strict=True)], np.int32)
     return carried(n, [lifted], lambda vs, _: [n.graph.op(Op.TILE, vs[0], multiples)],
                    int_kernels=True)
+
+
+def _expanded_dynamic(n: NodeContext, x: Value, target: Value) -> Value:
+    """Expand where the input's dims or the target shape are known only at execution: ``x``
+    times a FILL of ones of the target shape (LOGICAL_AND with true for booleans), which
+    broadcasts both ways as Expand does and keeps every value (``x * 1 == x``, -0 and NaN
+    included)."""
+    if target.rank != 1 or not target.static:
+        n.fail(f"input 1 (shape) must be a 1-D tensor of known length, got {list(target.shape)}")
+    if target.const is not None:
+        entries: Sequence[int | None] = [int(v) for v in target.const.reshape(-1)]
+    else:
+        entries = target.hint or (None,) * target.shape[0]
+    rank = max(x.rank, len(entries))
+    mine = (1,) * (rank - x.rank) + tuple(x.shape)
+    theirs = (1,) * (rank - len(entries)) + tuple(e if e is not None and e > 0 else 0
+                                                  for e in entries)
+    out = tuple(a if b == 1 else b if a == 1 else a if a == b else 0
+                for a, b in zip(mine, theirs, strict=True))
+    dtype = x.dtype
+    if dtype == _BOOL:
+        ones = filled(n, target, True, _BOOL, theirs)
+        return binary(n, Op.LOGICAL_AND, x, ones, dtype=_BOOL)
+    if dtype.kind in "iu" and dtype not in (np.int32, np.int64):
+        n.fail(f"Expand of {dtype} values to a runtime shape is not supported")
+    ones = filled(n, target, 1, np.dtype(np.int32) if dtype.kind in "iu" else dtype, theirs)
+    y = binary(n, Op.MUL, x, ones)
+    return Value(y.name, dtype, out if not y.shape or 0 in y.shape else y.shape,
+                 tensor=y.tensor)

@@ -6,7 +6,9 @@ operations:
 
 * Transpose: TRANSPOSE (a RESHAPE when only size-1 dims move); Concat: CONCATENATION; Tile: TILE.
 * Split: SPLIT for equal parts, else one SLICE per part. Slice: SLICE for unit steps, else
-  STRIDED_SLICE.
+  STRIDED_SLICE; on dynamic axes STRIDED_SLICE with the bounds as given (its clamping is
+  ONNX's, but for a negative start with a negative step, which is reported); runtime starts /
+  ends: :func:`~nnrt.onnx.ops.dynamic.sliced_at_runtime`.
 * Gather: GATHER; runtime indices are first wrapped exactly (``i < 0 ? i + dim : i``).
   GatherND: the extension operation com.nnrt.GATHER_ND.
 * Pad: PAD (pad value +0) or PAD_V2, after a SLICE for negative pads; reflect: MIRROR_PAD; edge,
@@ -27,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType as Op
+from nnrt.onnx.errors import NeedsConstant
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
+from nnrt.onnx.ops.dynamic import hinted, sliced_at_runtime
 from nnrt.onnx.ops.shape import carried, normalized_axes, reshaped, shape_of
 
 Array = np.ndarray[Any, Any]
@@ -81,11 +85,12 @@ def transpose(n: NodeContext) -> list[Value]:
         return [_known(x, np.transpose(x.const, perm))]
     if perm == sorted(perm):
         return [x]
-    dims = n.static_shape(x)
-    out = [dims[p] for p in perm]
+    dims = x.shape  # an unknown dim (0) counts as moving data
+    out = tuple(dims[p] for p in perm)
     if [p for p in perm if dims[p] != 1] == [i for i, d in enumerate(dims) if d != 1]:
         return [reshaped(n, x, out)]
-    return carried(n, [x], lambda vs, _: [n.graph.op(Op.TRANSPOSE, vs[0], _ints(perm))])
+    return carried(n, [x], lambda vs, _: [
+        n.graph.op(Op.TRANSPOSE, vs[0], _ints(perm), shape=None if x.static else out)])
 
 
 @converter("Concat")
@@ -96,15 +101,18 @@ def concat(n: NodeContext) -> list[Value]:
     if rank == 0 or any(v.rank != rank for v in values):
         n.fail(f"inputs must share one rank >= 1, got ranks {[v.rank for v in values]}")
     axis = _axis(n, int(_required(n, "axis")), rank)
-    for v in values:
-        shape_of(n, v)
     consts = [v.const for v in values if v.const is not None]
     if len(consts) == len(values):
         return [_known(values[0], np.concatenate(consts, axis=axis))]
     parts = [v for v in values if v.const is None or v.const.size]
     if len(parts) == 1:
         return [parts[0]]
-    return carried(n, parts, lambda vs, _: [n.graph.op(Op.CONCATENATION, *vs, axis)])
+    y = carried(n, parts, lambda vs, _: [n.graph.op(Op.CONCATENATION, *vs, axis)])[0]
+    if rank == 1 and all(v.known or (v.hint is not None and v.static) for v in values):
+        hint = [e for v in values for e in (
+            [int(c) for c in v.const] if v.const is not None else v.hint or ())]
+        return [hinted(y, hint, (len(hint),))]
+    return [y]
 
 
 def _split_sizes(n: NodeContext, dim: int, outputs: int) -> list[int]:
@@ -193,7 +201,9 @@ def _slice_params(n: NodeContext) -> tuple[list[int], list[int], list[int] | Non
 def slice_(n: NodeContext) -> list[Value]:
     """Slice with ONNX clamping (huge starts / ends included) and negative steps."""
     x = n.input(0)
-    dims = shape_of(n, x)
+    dims = x.const.shape if x.const is not None else x.shape
+    if n.opset >= 10 and not (n.input(1).known and n.input(2).known):
+        return [_slice_at_runtime(n, x)]
     starts, ends, axes_given, steps_given = _slice_params(n)
     axes = normalized_axes(n, range(len(starts)) if axes_given is None else axes_given,
                            len(dims))
@@ -201,6 +211,9 @@ def slice_(n: NodeContext) -> list[Value]:
     if not len(starts) == len(ends) == len(axes) == len(steps):
         n.fail(f"starts, ends, axes and steps differ in length ({len(starts)}, {len(ends)}, "
                f"{len(axes)}, {len(steps)})")
+    if not x.static:
+        return [_slice_dynamic(n, x, dict(zip(axes, zip(starts, ends, steps, strict=True),
+                                              strict=True)))]
     ranges = [(0, d, 1) for d in dims]
     for a, b, e, st in zip(axes, starts, ends, steps, strict=True):
         if st == 0:
@@ -215,7 +228,70 @@ def slice_(n: NodeContext) -> list[Value]:
     if x.const is not None:
         return [_known(x, x.const[tuple(slice(b, b + c * st if b + c * st >= 0 else None, st)
                                          for b, c, st in ranges)])]
-    return [_sliced(n, x, ranges)]
+    y = _sliced(n, x, ranges)
+    if x.hint is not None and len(dims) == 1:
+        (b, c, st), = ranges
+        return [hinted(y, x.hint[b:b + c * st if b + c * st >= 0 else None:st], (c,))]
+    return [y]
+
+
+def _slice_at_runtime(n: NodeContext, x: Value) -> Value:
+    """Slice whose starts or ends are computed at execution (unit steps, known axes)."""
+    count = n.input(1).shape[0] if n.input(1).rank == 1 else 0
+    if not count or n.input(2).shape != (count,):
+        n.fail(f"starts and ends must be 1-D of one known length, got "
+               f"{list(n.input(1).shape)} and {list(n.input(2).shape)}")
+    axes = normalized_axes(n, _int_list(n, 3, "axes") if n.has_input(3) else range(count),
+                           x.rank)
+    steps = _int_list(n, 4, "steps") if n.has_input(4) else [1] * count
+    if len(axes) != count or steps != [1] * count:
+        raise NeedsConstant(f"inputs 1 and 2 (starts, ends) must be known at import time with "
+                            f"steps other than 1 (got axes {axes}, steps {steps})")
+    return sliced_at_runtime(n, x, n.input(1), n.input(2), axes)
+
+
+def _slice_dynamic(n: NodeContext, x: Value, spec: dict[int, tuple[int, int, int]]) -> Value:
+    """Slice of a tensor with dynamic dims by known parameters: STRIDED_SLICE, whose clamping
+    (TensorFlow's) is ONNX's for positive steps and for negative steps from a start ≥ -dim;
+    an axis left whole takes the begin and end masks. Known dims are sliced as known."""
+    begin, end, strides, masks, out = [], [], [], 0, []
+    limit = int(np.iinfo(np.int32).max)
+    for axis, d in enumerate(x.shape):
+        if axis not in spec:
+            begin.append(0)
+            end.append(d)
+            strides.append(1)
+            masks |= 0 if d else 1 << axis
+            out.append(d)
+            continue
+        b, e, st = spec[axis]
+        if st == 0:
+            n.fail(f"the step of axis {axis} is 0")
+        if d:
+            b, e = (b + d if b < 0 else b), (e + d if e < 0 else e)
+            lo, hi = (0, d) if st > 0 else (-1, d - 1)
+            b, e = min(max(b, 0), d if st > 0 else d - 1), min(max(e, lo), hi)
+            c = len(range(b, e, st))
+            if c == 0:
+                n.fail(f"the slice of axis {axis} is empty, and the other dims are dynamic")
+            e = b + c * st
+            out.append(c)
+        else:
+            if st < 0 and b < 0:
+                n.fail(f"a negative start ({b}) with a negative step on the dynamic axis {axis} "
+                       "is not supported; pass input_shapes= to nnrt.onnx.load")
+            b, e = max(min(b, limit), -limit), max(min(e, limit), -limit)
+            out.append(0)
+        begin.append(b)
+        end.append(e)
+        strides.append(st)
+    end_mask = masks | sum(1 << a for a, e in enumerate(end) if e < 0 and x.shape[a]
+                           and a in spec and spec[a][2] < 0)
+    args = (_ints(begin), _ints([max(e, 0) if x.shape[a] else e for a, e in enumerate(end)]),
+            _ints(strides), masks, end_mask, 0)
+    shape = tuple(out)
+    return carried(n, [x], lambda vs, _: [
+        n.graph.op(Op.STRIDED_SLICE, vs[0], *args, shape=shape)])[0]
 
 
 def _wrapped(n: NodeContext, idx: Value, dims: Value) -> Value:
@@ -233,28 +309,41 @@ def gather(n: NodeContext) -> list[Value]:
     """Gather along ``axis``: GATHER (known negative indices normalised, runtime ones wrapped);
     scalar indices drop the axis."""
     x, idx = n.input(0), n.input(1)
-    dims = shape_of(n, x)
+    dims = x.const.shape if x.const is not None else x.shape
     if not dims:
         n.fail("cannot gather from a scalar")
     axis = _axis(n, int(n.attr("axis", 0)), len(dims))
     size = dims[axis]
     if idx.dtype.kind not in "iu":
         n.fail(f"indices must be integers, got {idx.dtype}")
-    out_shape = dims[:axis] + shape_of(n, idx, "indices") + dims[axis + 1:]
+    ishape = idx.const.shape if idx.const is not None else idx.shape
+    out_shape = tuple(dims[:axis]) + tuple(ishape) + tuple(dims[axis + 1:])
     if idx.const is not None:
         a = idx.const.astype(np.int64)
-        bad = a[(a < -size) | (a >= size)]
+        if not size and (a < 0).any():
+            n.fail(f"negative indices on axis {axis}, whose size is dynamic, are not "
+                   "supported; pass input_shapes= to nnrt.onnx.load")
+        bad = a[(a < -size) | (a >= size)] if size else a[:0]
         if bad.size:
             n.fail(f"index {int(bad[0])} is out of range for axis {axis} of size {size}")
         a = np.where(a < 0, a + size, a)
         if x.const is not None:
             return [_known(x, np.take(x.const, a, axis=axis))]
         indices = Value("", _I32, a.shape, const=a.astype(np.int32))
+        if x.hint is not None and len(dims) == 1 and all(x.hint[int(i)] is not None
+                                                          for i in a.reshape(-1)):
+            return [hinted(x, [x.hint[int(i)] for i in a.reshape(-1)], out_shape)]  # static
+    elif not size:
+        n.fail(f"runtime indices on axis {axis}, whose size is dynamic, are not supported; "
+               "pass input_shapes= to nnrt.onnx.load")
     else:
         indices = _wrapped(n, idx, Value("", _I32, (), const=np.asarray(size, np.int32)))
     y = carried(n, [x], lambda vs, _: [n.graph.op(Op.GATHER, vs[0], axis, indices)],
                 int_kernels=True)[0]
-    return [reshaped(n, y, out_shape)]
+    y = reshaped(n, y, out_shape)
+    if x.hint is not None and idx.const is not None and len(dims) == 1:
+        return [hinted(y, [x.hint[int(i)] for i in a.reshape(-1)], out_shape)]
+    return [y]
 
 
 @converter("GatherND")

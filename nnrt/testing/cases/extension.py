@@ -1,5 +1,5 @@
-"""Conformance cases for nnrt's extension operations: com.nnrt.ERF, com.nnrt.LAYER_NORMALIZATION
-and com.nnrt.GATHER_ND.
+"""Conformance cases for nnrt's extension operations: com.nnrt.ERF, com.nnrt.LAYER_NORMALIZATION,
+com.nnrt.GATHER_ND and com.nnrt.SHAPE.
 
 References are float64 loops written independently of the kernels: ERF calls ``math.erf`` on
 each element; LAYER_NORMALIZATION sums each normalised slice with Python arithmetic; GATHER_ND
@@ -182,4 +182,21 @@ CASES += [
         tensor([[[-128, 5], [7, 127]], [[0, -1], [3, 4]]], T.TENSOR_QUANT8_ASYMM_SIGNED,
                scale=0.25, zero_point=-3),
         [[0, 1], [1, 0]], 1),
+]
+
+
+# -- com.nnrt.SHAPE -------------------------------------------------------------------------------
+
+CASES += [
+    # The dims, whatever the values and the type.
+    OpCase("shape_rank1", Op.NNRT_SHAPE, (f32(np.zeros(5)),), (out(T.TENSOR_INT32, (1,), [5]),)),
+    OpCase("shape_rank4", Op.NNRT_SHAPE, (f32(np.ones((2, 3, 1, 7))),),
+           (out(T.TENSOR_INT32, (4,), [2, 3, 1, 7]),)),
+    OpCase("shape_int32", Op.NNRT_SHAPE, (i32([[1, 2, 3], [4, 5, 6]]),),
+           (out(T.TENSOR_INT32, (2,), [2, 3]),)),
+    OpCase("shape_bool8", Op.NNRT_SHAPE, (b8([[[True], [False]]]),),
+           (out(T.TENSOR_INT32, (3,), [1, 2, 1]),)),
+    OpCase("shape_quant8", Op.NNRT_SHAPE,
+           (tensor([[1, 2]], T.TENSOR_QUANT8_ASYMM, scale=0.5, zero_point=1),),
+           (out(T.TENSOR_INT32, (2,), [1, 2]),)),
 ]

@@ -310,15 +310,15 @@ def test_rank0_results_keep_rank0_shape() -> None:
 
 
 def test_an_input_that_must_be_known_is_flagged() -> None:
-    model = _model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="r"),
+    model = _model([helper.make_node("Tile", ["x", "repeats"], ["y"], name="r"),
                     helper.make_node("Celu", ["x"], ["z"], name="c")],
-                   [_vi("x", TP.FLOAT, [2, 3]), _vi("shape", TP.INT64, [2])],
-                   [_vi("y", TP.FLOAT, [3, 2])])
+                   [_vi("x", TP.FLOAT, [2, 3]), _vi("repeats", TP.INT64, [2])],
+                   [_vi("y", TP.FLOAT, [4, 3])])
     del model.graph.node[1]  # an unknown operator would be reported before conversion
     with pytest.raises(nnrt.onnx.UnsupportedOnnxModel) as info:
         nnrt.onnx.load(model)
     (node,) = info.value.nodes
-    assert node.needs_constant and "input 1 (shape) must be known at import time" in node.reason
+    assert node.needs_constant and "input 1 (repeats) must be known at import time" in node.reason
     bad_cast = _model([helper.make_node("Cast", ["x"], ["y"], to=TP.DOUBLE)],
                       [_vi("x", TP.FLOAT, [2])], [_vi("y", TP.DOUBLE, [2])])
     with pytest.raises(nnrt.onnx.UnsupportedOnnxModel) as info:

@@ -349,3 +349,38 @@ def test_gather_nd_matches_onnxruntime(data_shape: tuple[int, ...], indices: lis
     got = _nnrt_run(Op.NNRT_GATHER_ND, data, idx32, batch_dims, inputs=[data, idx32])
     assert got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+# -- com.nnrt.SHAPE -------------------------------------------------------------------------------
+
+def test_shape_types_and_counts() -> None:
+    with pytest.raises(nnrt.BadData, match=r"operation 0 \(com\.nnrt\.SHAPE\), output 0 "
+                                           r"\(output\): expected TENSOR_INT32, got "
+                                           "TENSOR_FLOAT32"):
+        _model(Op.NNRT_SHAPE, [(F32, (2, 3), None)], [(F32, (2,))]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(com\.nnrt\.SHAPE\): expected 1 inputs, got 2"):
+        _model(Op.NNRT_SHAPE, [(F32, (2,), None), (F32, (2,), None)], [(I32, (1,))]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(com\.nnrt\.SHAPE\), input 0 \(input\): expected "):
+        _model(Op.NNRT_SHAPE, [(T.INT32, (), 3)], [(I32, (1,))]).finish()
+
+
+def test_shape_output_is_the_rank_even_with_unknown_dims() -> None:
+    model = _model(Op.NNRT_SHAPE, [(F32, (0, 3, 0), None)], [(I32, (0,))]).finish()
+    assert model.inferred_dims[model.outputs[0]] == (3,)
+    with pytest.raises(nnrt.BadData, match=r"declared dims \(2\) contradict the shape \(3\)"):
+        _model(Op.NNRT_SHAPE, [(F32, (0, 3, 0), None)], [(I32, (2,))]).finish()
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 5, 1), (1, 3, 48, 192), (2, 0, 3)])
+def test_shape_reference_kernel_returns_the_runtime_dims(shape: tuple[int, ...]) -> None:
+    model = _model(Op.NNRT_SHAPE, [(F32, (0,) * len(shape), None)], [(I32, (0,))]).finish()
+    (got,) = nnrt.reference.run(model, [np.ones(shape, np.float32)])
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.asarray(shape))
+
+
+def test_shape_of_int_and_bool_tensors() -> None:
+    for op_type, arr in ((I32, np.arange(6, dtype=np.int32).reshape(3, 2)),
+                         (T.TENSOR_BOOL8, np.zeros((1, 4, 2), np.bool_))):
+        model = _model(Op.NNRT_SHAPE, [(op_type, (0,) * arr.ndim, None)], [(I32, (0,))]).finish()
+        np.testing.assert_array_equal(nnrt.reference.run(model, [arr])[0], arr.shape)
