@@ -4,8 +4,9 @@ NNAPI signatures (output 0 has input 0's type and, for TENSOR_QUANT8_ASYMM(_SIGN
 zero point; output dim i = paddings[i, 0] + input dim i + paddings[i, 1]):
 
 * PAD (input, paddings): input TENSOR_FLOAT16 / FLOAT32 / QUANT8_ASYMM / QUANT8_ASYMM_SIGNED of
-  rank 1..4 (1..6 with nnrt's ``com.nnrt.rank6`` extension); paddings a TENSOR_INT32 of shape [rank, 2] with non-negative entries. Pads with
-  (logical) zero, i.e. the zero point for quantised tensors.
+  rank 1..4 (1..6 with nnrt's ``com.nnrt.rank6`` extension); paddings a TENSOR_INT32 of shape
+  [rank, 2] with non-negative entries. Pads with (logical) zero, i.e. the zero point for
+  quantised tensors.
 * PAD_V2 (input, paddings, pad_value): as PAD, padding with pad_value, a FLOAT16 scalar for
   TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32 and INT32 (a quantised value) for the quant types.
 * MIRROR_PAD (input, paddings, mode): input of PAD's types or TENSOR_INT32, rank >= 1; mode an

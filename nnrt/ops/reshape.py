@@ -16,8 +16,9 @@ scale and zero point):
   permutation of [0, rank); omitted means the reversed order (rank-1, ..., 0).
 
 RESHAPE, SQUEEZE and TRANSPOSE take rank 1..6 with nnrt's ``com.nnrt.rank6`` extension (a
-RESHAPE's target shape too: at most 6 components). All four move data only; the kernels implement the float and TENSOR_INT32 types (quantised
-variants are validated but reported unsupported for now).
+RESHAPE's target shape too: at most 6 components). All four move data only; the kernels
+implement the float and TENSOR_INT32 types (quantised variants are validated but reported
+unsupported for now).
 """
 
 from __future__ import annotations

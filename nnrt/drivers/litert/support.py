@@ -3,9 +3,9 @@
 An operation is selected when a TFLite builtin computes exactly what NNAPI specifies for it:
 its tensors are of static shape and rank 1 to 6 (every selected builtin was run by LiteRT at
 ranks 5 and 6 against the reference: the element-wise, data-moving, reduction, SOFTMAX and
-BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules), of a type TFLite has for that builtin
-(TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic, MAXIMUM /
-MINIMUM, comparisons, SELECT, CAST and the data-moving operations; TENSOR_BOOL8 for
+BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules), of a type TFLite has for
+that builtin (TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic,
+MAXIMUM / MINIMUM, comparisons, SELECT, CAST and the data-moving operations; TENSOR_BOOL8 for
 comparisons and SELECT), every parameter is a constant, and the parameters have a TFLite
 equivalent:
 

@@ -36,7 +36,8 @@ def _data(*shape: int, scale: float = 0.25) -> Array:
     return ((np.arange(n, dtype=np.float32) - n // 2) * scale).reshape(shape)
 
 
-def _const(values: Sequence[int] | Array) -> Any:
+def _const(values: Any) -> Any:
+    """A constant TENSOR_INT32 parameter."""
     return i32(values, role="const")
 
 
@@ -164,8 +165,10 @@ for _name, _x, _begin, _end, _strides, _masks in [
 def _split(x: Array, axis: int, n: int) -> list[Array]:
     step = x.shape[axis] // n
     shape = (*x.shape[:axis], step, *x.shape[axis + 1:])
-    return [_map(shape, lambda pos, k=k: x[(*pos[:axis], pos[axis] + k * step,
-                                           *pos[axis + 1:])]) for k in range(n)]
+
+    def part(k: int) -> Array:
+        return _map(shape, lambda pos: x[(*pos[:axis], pos[axis] + k * step, *pos[axis + 1:])])
+    return [part(k) for k in range(n)]
 
 
 CASES.append(OpCase(
@@ -259,27 +262,29 @@ def _broadcast(a: Array, b: Array, fn: Callable[[float, float], Any],
 
 _A5, _B5 = _data(2, 1, 3, 1, 2), _data(1, 2, 1, 2, 1, scale=0.75) + 0.125
 _A6, _B6 = _data(1, 2, 1, 2, 3, 2), _data(2, 1, 3, 2, scale=-0.5) + 0.375
-_ARITH: dict[Op, Callable[[float, float], float]] = {
-    Op.ADD: lambda p, q: p + q, Op.SUB: lambda p, q: p - q, Op.MUL: lambda p, q: p * q,
-    Op.DIV: lambda p, q: p / q,
-}
-for (_op, _fn), (_rank, _a, _b) in zip(_ARITH.items(), itertools.cycle(
-        [(5, _A5, _B5), (6, _A6, _B6)]), strict=False):
+_Binary = Callable[[float, float], float]
+_WITH_ACTIVATION: list[tuple[Op, _Binary, Array, Array]] = [
+    (Op.ADD, lambda p, q: p + q, _A5, _B5), (Op.SUB, lambda p, q: p - q, _A6, _B6),
+    (Op.MUL, lambda p, q: p * q, _A5, _B5), (Op.DIV, lambda p, q: p / q, _A6, _B6),
+]
+for _op, _fn, _a, _b in _WITH_ACTIVATION:
     CASES.append(OpCase(
-        f"rank{_rank}_{_op.name.lower()}_broadcast", _op, (f32(_a), f32(_b), i32s(0)),
+        f"rank{_a.ndim}_{_op.name.lower()}_broadcast", _op, (f32(_a), f32(_b), i32s(0)),
         (out(T.TENSOR_FLOAT32, np.broadcast_shapes(_a.shape, _b.shape)),),
         reference=lambda a, b, act, fn=_fn: [_broadcast(a, b, fn)], variants=_LIGHT))
 CASES.append(OpCase(
-    "rank6_add_int32", Op.ADD, (i32(np.arange(24).reshape(1, 2, 1, 3, 2, 2) - 12),
-                                     i32([[3], [-4]]), i32s(0)),
+    "rank6_add_int32", Op.ADD,
+    (i32(np.arange(24).reshape(1, 2, 1, 3, 2, 2) - 12), i32([[3], [-4]]), i32s(0)),
     (out(T.TENSOR_INT32, (1, 2, 1, 3, 2, 2)),),
     reference=lambda a, b, act: [_broadcast(a, b, lambda p, q: p + q, np.int64)]))
-for _op, _fn, _rank, _a, _b, _role in [
-    (Op.MAXIMUM, max, 5, _A5, _B5, "const"), (Op.MINIMUM, min, 6, _A6, _B6, "const"),
-    (Op.POW, math.pow, 5, np.abs(_A5) + 0.5, _B5, "auto"),
-]:
+# MAXIMUM / MINIMUM against a constant (how litert takes them: NaN-safe operand order).
+_PLAIN: list[tuple[Op, _Binary, Array, Array, str]] = [
+    (Op.MAXIMUM, max, _A5, _B5, "const"), (Op.MINIMUM, min, _A6, _B6, "const"),
+    (Op.POW, math.pow, np.abs(_A5) + 0.5, _B5, "auto"),
+]
+for _op, _fn, _a, _b, _role in _PLAIN:
     CASES.append(OpCase(
-        f"rank{_rank}_{_op.name.lower()}_broadcast", _op, (f32(_a), f32(_b, role=_role)),
+        f"rank{_a.ndim}_{_op.name.lower()}_broadcast", _op, (f32(_a), f32(_b, role=_role)),
         (out(T.TENSOR_FLOAT32, np.broadcast_shapes(_a.shape, _b.shape)),),
         reference=lambda a, b, fn=_fn: [_broadcast(a, b, fn)], variants=_LIGHT))
 
@@ -302,11 +307,11 @@ _UNARY: list[tuple[Op, Callable[[float], float], Array]] = [
     (Op.FLOOR, math.floor, _data(2, 1, 2, 3, 2, scale=0.375)),
     (Op.NNRT_ERF, math.erf, _data(1, 2, 1, 2, 3, 2)),
 ]
-for _op, _fn, _x in _UNARY:
+for _op, _each, _x in _UNARY:
     _lower = _op.name.lower().removeprefix("nnrt_")
     CASES.append(OpCase(
         f"rank{_x.ndim}_{_lower}", _op, (f32(_x),), (out(T.TENSOR_FLOAT32, _x.shape),),
-        reference=lambda x, fn=_fn: [_map(x.shape, lambda pos: fn(float(x[pos])))],
+        reference=lambda x, fn=_each: [_map(x.shape, lambda pos: fn(float(x[pos])))],
         variants=_LIGHT))
 
 CASES += [
@@ -322,7 +327,7 @@ CASES += [
            reference=lambda a, b: [_broadcast(a, b, lambda p, q: p == q, np.bool_)],
            variants=_LIGHT),
     OpCase("rank5_select", Op.SELECT,
-           (b8((_data(2, 1, 3, 1, 2) > 0)), f32(_data(2, 1, 3, 1, 2)),
+           (b8(_data(2, 1, 3, 1, 2) > 0), f32(_data(2, 1, 3, 1, 2)),
             f32(_data(2, 1, 3, 1, 2, scale=-0.5))),
            (out(T.TENSOR_FLOAT32, (2, 1, 3, 1, 2)),),
            reference=lambda c, a, b: [np.where(c, a, b)], variants=_LIGHT),
