@@ -118,6 +118,7 @@ def model_json(source: str, model: Model, report: PlacementReport | None) -> dic
         "inputs": [tensor(i) for i in model.input_info],
         "outputs": [tensor(o) for o in model.output_info],
         "operations": dict(Counter(operation_name(op.type) for op in model.operations)),
+        "extensions": sorted(model.extensions),
     }
     if report is not None:
         found["steps"] = [{"index": s.index, "driver": s.driver, "source": s.source,
@@ -130,7 +131,8 @@ def model_json(source: str, model: Model, report: PlacementReport | None) -> dic
 
 
 def describe_model(model: Model) -> list[str]:
-    """Inputs, outputs, operation counts, constants and AOT partitions, one line each."""
+    """Inputs, outputs, operation counts, the nnrt extensions used, constants and AOT
+    partitions, one line each."""
     from nnrt.model.operation import operation_name  # noqa: PLC0415
     from nnrt.runtime.compile.placement import index_ranges  # noqa: PLC0415
 
@@ -143,6 +145,8 @@ def describe_model(model: Model) -> list[str]:
     counts = Counter(operation_name(op.type) for op in model.operations)
     listed = ", ".join(f"{name} {n}" for name, n in counts.most_common())
     lines.append(f"  operations: {len(model.operations)} ({listed})")
+    lines.append("  extensions: " + (", ".join(sorted(model.extensions))
+                                     or "none (NNAPI operations and ranks only)"))
     constants = [o for o in model.operands if o.is_constant]
     size = sum(o.byte_size() for o in constants if o.fully_specified)
     lines.append(f"  operands: {len(model.operands)}, {len(constants)} constant "

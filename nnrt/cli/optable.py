@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from nnrt.model.operation import operation_name
-from nnrt.model.types import OperationType
-from nnrt.ops._framework.registry import definitions
+from nnrt.model.types import NNRT_MAX_RANK, NNRT_RANK_EXTENSION, OperationType
+from nnrt.ops._framework.registry import OperationDef, definitions
 
 __all__ = ["render_markdown", "render_text"]
 
@@ -49,7 +51,24 @@ def render_markdown() -> str:
               "Abbreviations: f32 TENSOR_FLOAT32, f16 TENSOR_FLOAT16, i32 TENSOR_INT32, bool8 "
               "TENSOR_BOOL8, q8a TENSOR_QUANT8_ASYMM, q8as TENSOR_QUANT8_ASYMM_SIGNED, q8s "
               "TENSOR_QUANT8_SYMM, q8pc TENSOR_QUANT8_SYMM_PER_CHANNEL.\n")
-    return _HEADER + "\n".join(rows) + "\n" + footer
+    return _HEADER + "\n".join(rows) + "\n" + footer + _rank_section(defs)
+
+
+def _rank_section(defs: Mapping[OperationType, OperationDef]) -> str:
+    """The operations of the ``com.nnrt.rank6`` extension, from their registrations."""
+    extended = sorted((d for d in defs.values() if d.nnapi_max_rank is not None),
+                      key=lambda d: int(d.type))
+    names = ", ".join(operation_name(d.type) for d in extended)
+    return (f"\n## Rank up to {NNRT_MAX_RANK}: the `{NNRT_RANK_EXTENSION}` extension\n\n"
+            f"NNAPI caps these operations at rank 4; nnrt takes them up to rank {NNRT_MAX_RANK} "
+            f"(BATCH_MATMUL: batch dims up to rank {NNRT_MAX_RANK}), as real models use them: "
+            f"{names}. Rank {NNRT_MAX_RANK + 1} and above is refused naming the operation, the "
+            "input and the rank. A model with a tensor of one of them above rank 4 lists "
+            f"`{NNRT_RANK_EXTENSION}` in `Model.extensions` (docs/model.md), so a strict-NNAPI "
+            "driver can refuse it. Operations NNAPI gives no upper rank (SLICE, SPLIT, GATHER, "
+            "TILE, EXPAND_DIMS, ARGMAX, the comparisons, SELECT, CAST, MAXIMUM, ABS, EXP, ...) "
+            "keep it and do not mark a model; the other capped ones (convolutions, pooling, "
+            "normalisations, FULLY_CONNECTED, ...) keep NNAPI's limit.\n")
 
 
 def render_text() -> str:

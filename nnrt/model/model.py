@@ -52,6 +52,7 @@ class Model:
         self._finished = False
         self._run_order: tuple[int, ...] = ()
         self._inferred_dims: tuple[tuple[int, ...], ...] = ()
+        self._extensions: frozenset[str] = frozenset()
         self._frozen_operands: tuple[Operand, ...] = ()
         self._frozen_operations: tuple[Operation, ...] = ()
         self._aot: AotInfo | None = None
@@ -118,6 +119,15 @@ class Model:
         """Per operand, the declared dims refined by static shape inference (after finish)."""
         self._require_finished("inferred_dims")
         return self._inferred_dims
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        """The nnrt extensions of NNAPI the model uses (after finish), derived from its content:
+        ``"com.nnrt"`` when it has extension operations, ``"com.nnrt.rank6"`` when an operation
+        has a tensor above NNAPI's rank limit for it (nnrt takes up to rank 6). Empty for a
+        strict NNAPI model; a strict-NNAPI driver refuses a model where it is not."""
+        self._require_finished("extensions")
+        return self._extensions
 
     def operand(self, index: int) -> Operand:
         """The operand at ``index`` (``BadData`` if out of range)."""
@@ -318,6 +328,7 @@ class Model:
         """
         self._require_mutable("finish")
         from nnrt.model.validation import check_graph  # noqa: PLC0415
+        from nnrt.ops._framework.extensions import model_extensions  # noqa: PLC0415
         from nnrt.ops._framework.inference import check_operations  # noqa: PLC0415 - ops sit beside model
 
         if not self._identified:
@@ -332,6 +343,7 @@ class Model:
         inferred = check_operations(self, run_order)
         self._run_order = run_order
         self._inferred_dims = inferred
+        self._extensions = model_extensions(self, inferred)
         self._frozen_operands = tuple(self._operands)
         self._frozen_operations = tuple(self._operations)
         self._finished = True

@@ -13,6 +13,8 @@ __all__ = [
     "EXTENSION_PREFIX_SHIFT",
     "NNAPI_OPERATIONS",
     "NNRT_EXTENSION",
+    "NNRT_MAX_RANK",
+    "NNRT_RANK_EXTENSION",
     "ExecutionPreference",
     "FusedActivation",
     "OperandLifetime",
@@ -181,6 +183,15 @@ EXTENSION_PREFIX_SHIFT = 16
 
 #: nnrt's own extension: its name and its (fixed) prefix.
 NNRT_EXTENSION = ("com.nnrt", 1)
+
+#: nnrt's higher-rank extension of NNAPI operations: the operations NNAPI caps at rank 4 that
+#: real models use at higher rank (data movement, element-wise, reductions, SOFTMAX,
+#: BATCH_MATMUL) take tensors up to :data:`NNRT_MAX_RANK`; a model using one above NNAPI's own
+#: limit lists this name in ``Model.extensions`` (docs/model.md).
+NNRT_RANK_EXTENSION = "com.nnrt.rank6"
+
+#: The highest rank nnrt takes for the operations of :data:`NNRT_RANK_EXTENSION`.
+NNRT_MAX_RANK = 6
 
 #: The 106 operations NNAPI itself defines, in code order.
 NNAPI_OPERATIONS: tuple[OperationType, ...] = tuple(

@@ -3,7 +3,8 @@
 NNAPI signatures:
 
 * RELU / RELU1 / RELU6 / LOGISTIC / TANH: input 0 a tensor of TENSOR_FLOAT32, TENSOR_FLOAT16,
-  TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED, rank ≤ 4; output 0 of the same type and
+  TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED, rank ≤ 4 (≤ 6 with nnrt's
+  ``com.nnrt.rank6`` extension); output 0 of the same type and
   shape. Quantised outputs: RELU* keep the input's scale and zero point; LOGISTIC needs scale
   1/256 and zero point 0 (-128 signed); TANH needs scale 1/128 and zero point 128 (0 signed).
 * HARD_SWISH: as above but any rank; quantised output scale / zero point are free.
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import OperationDef, Shape, add_definition, register
 from nnrt.ops.shapes import broadcast_shapes
@@ -85,7 +86,7 @@ def _validate_unary(ctx: OperationContext) -> None:
     ctx.expect_output_like_input(0, INPUT)
     if ctx.op_type == OperationType.HARD_SWISH:
         return  # any rank; quantised output scale and zero point are free
-    ctx.expect_rank_between(INPUT, 1, 4)
+    ctx.expect_rank_between(INPUT, 1, NNRT_MAX_RANK)
     fixed = _FIXED_QUANT.get(ctx.op_type)
     if fixed is not None:
         expect_output_quant(ctx, 0, *fixed)
@@ -106,6 +107,7 @@ for _op in _KERNELS:
     add_definition(OperationDef(
         type=_op, validate=_validate_unary, prepare=_prepare_unary, execute=_execute_unary,
         inputs=("input",), kernel_types=FLOAT_TENSOR_TYPES,
+        nnapi_max_rank=None if _op == OperationType.HARD_SWISH else 4,
     ))
 
 

@@ -2,14 +2,15 @@
 
 NNAPI signatures:
 
-* ADD, SUB, MUL, DIV: input 0 and 1 tensors of the same type, rank ≤ 4, broadcastable; input 2
+* ADD, SUB, MUL, DIV: input 0 and 1 tensors of the same type, rank ≤ 4 (≤ 6 with nnrt's
+  ``com.nnrt.rank6`` extension, as for POW), broadcastable; input 2
   an INT32 fused-activation code; output 0 of the inputs' type and broadcast shape.
   TENSOR_INT32 (feature level 4) requires activation NONE; integer DIV rounds toward -infinity.
 * MAXIMUM, MINIMUM: input 0 and 1 tensors of the same type among TENSOR_FLOAT16 / FLOAT32 /
   INT32 / QUANT8_ASYMM / QUANT8_ASYMM_SIGNED, rank ≥ 1, broadcastable; output 0 of that type
   (quantised inputs and output may each have their own scale and zero point).
 * POW: input 0 (base) and input 1 (exponent) TENSOR_FLOAT16 or TENSOR_FLOAT32 of the same type,
-  rank ≤ 4, broadcastable; output 0 of that type. Follows C ``pow`` (negative base with a
+  rank ≤ 4 (6), broadcastable; output 0 of that type. Follows C ``pow`` (negative base with a
   non-integer exponent gives NaN, ``0 ** negative`` gives inf).
 
 Float kernels compute in float64 and round once to the output type, except that ADD, SUB, MUL
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.model.types import FusedActivation, OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, FusedActivation, OperandType, OperationType
 from nnrt.ops import parallel
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import OperationDef, Shape, Specialized, add_definition
@@ -50,13 +51,18 @@ def _validate(ctx: OperationContext) -> None:
     t = expect_typed_pair(ctx, *_TYPES)
     ctx.expect_activation(ACTIVATION)
     ctx.expect_output_like_input(0, INPUT1)
-    for i in (INPUT1, INPUT2):
-        ctx.expect_rank_between(i, 1, 4)
+    _check_ranks(ctx)
     if t == T.TENSOR_INT32 and ctx.constant(ACTIVATION) not in (None, FusedActivation.NONE):
         ctx.fail("TENSOR_INT32 requires fused activation NONE", input=ACTIVATION)
 
 
+def _check_ranks(ctx: OperationContext) -> None:
+    for i in (INPUT1, INPUT2):
+        ctx.expect_rank_between(i, 1, NNRT_MAX_RANK)
+
+
 def _prepare(ctx: OperationContext) -> list[Shape]:
+    _check_ranks(ctx)
     return broadcast_inputs(ctx)
 
 
@@ -140,7 +146,7 @@ for _op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationTy
     add_definition(OperationDef(
         type=_op, validate=_validate, prepare=_prepare, execute=_execute,
         inputs=("input1", "input2", "activation"), kernel_types=_KERNEL_TYPES,
-        specialize=_specialize,
+        specialize=_specialize, nnapi_max_rank=4,
     ))
 
 
@@ -180,7 +186,7 @@ def _execute_max_min(ctx: ExecutionContext) -> list[Array]:
 
 def _check_pow_ranks(ctx: OperationContext) -> None:
     for i in (INPUT1, INPUT2):
-        ctx.expect_rank_between(i, 0, 4)
+        ctx.expect_rank_between(i, 0, NNRT_MAX_RANK)
 
 
 def _validate_pow(ctx: OperationContext) -> None:
@@ -210,5 +216,5 @@ for _op in (OperationType.MAXIMUM, OperationType.MINIMUM):
 
 add_definition(OperationDef(
     type=OperationType.POW, validate=_validate_pow, prepare=_prepare_pow, execute=_execute_pow,
-    inputs=("base", "exponent"), kernel_types=frozenset(_POW_TYPES),
+    inputs=("base", "exponent"), kernel_types=frozenset(_POW_TYPES), nnapi_max_rank=4,
 ))

@@ -7,7 +7,8 @@ TENSOR_FLOAT32 / TENSOR_FLOAT16 (weights, bias and output alike) or TENSOR_QUANT
 (weights alike, bias TENSOR_INT32 with scale input_scale * weights_scale and zero point 0).
 Output ``[batch, num_units]`` of the input's type.
 
-BATCH_MATMUL (4 inputs): lhs, rhs (same type, same rank 2..4, same batch dimensions), adj_x,
+BATCH_MATMUL (4 inputs): lhs, rhs (same type, same rank 2..4 — 2..6 with nnrt's
+``com.nnrt.rank6`` extension —, same batch dimensions), adj_x,
 adj_y (BOOL; NO_VALUE means false) transposing the last two dims of lhs / rhs. Types:
 TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_INT32, TENSOR_QUANT8_ASYMM_SIGNED. Output
 ``[..., r_o, c_o]`` of the inputs' type (``r_o`` = lhs rows after adj_x, ``c_o`` = rhs columns
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.fused import apply_activation
@@ -102,7 +103,7 @@ class FullyConnected:
 
 
 @register(OperationType.BATCH_MATMUL, inputs=("lhs", "rhs", "adj_x", "adj_y"),
-          kernel_types={T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
+          kernel_types={T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32}, nnapi_max_rank=4)
 class BatchMatmul:
     """BATCH_MATMUL: per-batch matrix products with optional transposes (adjoints)."""
 
@@ -119,8 +120,8 @@ class BatchMatmul:
         ctx.expect_optional_type(c.ADJ_X, T.BOOL)
         ctx.expect_optional_type(c.ADJ_Y, T.BOOL)
         ctx.expect_output_like_input(0, c.LHS)
-        ctx.expect_rank_between(c.LHS, 2, 4)
-        ctx.expect_rank_between(c.RHS, 2, 4)
+        ctx.expect_rank_between(c.LHS, 2, NNRT_MAX_RANK)
+        ctx.expect_rank_between(c.RHS, 2, NNRT_MAX_RANK)
         lhs_rank, rhs_rank = ctx.rank_or_none(c.LHS), ctx.rank_or_none(c.RHS)
         if lhs_rank is not None and rhs_rank is not None and lhs_rank != rhs_rank:
             ctx.fail(f"rank {rhs_rank} differs from the rank {lhs_rank} of input 0 (lhs)",
@@ -135,8 +136,9 @@ class BatchMatmul:
         """``lhs batch dims + [r_o, c_o]`` after checking ranks, batches and inner sizes."""
         c = BatchMatmul
         lhs, rhs = ctx.shape(c.LHS), ctx.shape(c.RHS)
-        if not 2 <= len(lhs) <= 4:
-            ctx.fail(f"expected rank between 2 and 4, got {len(lhs)}", input=c.LHS)
+        if not 2 <= len(lhs) <= NNRT_MAX_RANK:
+            ctx.fail(f"expected rank between 2 and {NNRT_MAX_RANK}, got {len(lhs)}",
+                     input=c.LHS)
         if len(rhs) != len(lhs):
             ctx.fail(f"rank {len(rhs)} differs from the rank {len(lhs)} of input 0 (lhs)",
                      input=c.RHS)

@@ -4,8 +4,9 @@ NNAPI signatures (output 0 has input 0's type and, for TENSOR_QUANT8_ASYMM(_SIGN
 zero point; output dim i = paddings[i, 0] + input dim i + paddings[i, 1]):
 
 * PAD (input, paddings): input TENSOR_FLOAT16 / FLOAT32 / QUANT8_ASYMM / QUANT8_ASYMM_SIGNED of
-  rank 1..4; paddings a TENSOR_INT32 of shape [rank, 2] with non-negative entries. Pads with
-  (logical) zero, i.e. the zero point for quantised tensors.
+  rank 1..4 (1..6 with nnrt's ``com.nnrt.rank6`` extension); paddings a TENSOR_INT32 of shape
+  [rank, 2] with non-negative entries. Pads with (logical) zero, i.e. the zero point for
+  quantised tensors.
 * PAD_V2 (input, paddings, pad_value): as PAD, padding with pad_value, a FLOAT16 scalar for
   TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32 and INT32 (a quantised value) for the quant types.
 * MIRROR_PAD (input, paddings, mode): input of PAD's types or TENSOR_INT32, rank >= 1; mode an
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.shape_params import (
@@ -39,7 +40,7 @@ T = OperandType
 
 INPUT, PADDINGS, PARAM = 0, 1, 2
 
-MAX_PAD_RANK = 4
+MAX_PAD_RANK = NNRT_MAX_RANK
 REFLECT, SYMMETRIC = 0, 1
 
 _PAD_VALUE_TYPES = {T.TENSOR_FLOAT16: T.FLOAT16, T.TENSOR_FLOAT32: T.FLOAT32,
@@ -85,7 +86,8 @@ def _padded(shape: Shape, pads: list[tuple[int, int]]) -> Shape:
     return tuple(a + d + b for d, (a, b) in zip(shape, pads, strict=True))
 
 
-@register(OperationType.PAD, inputs=("input", "paddings"), kernel_types=FLOAT_KERNELS)
+@register(OperationType.PAD, inputs=("input", "paddings"), kernel_types=FLOAT_KERNELS,
+          nnapi_max_rank=4)
 class Pad:
     """PAD: constant padding with (logical) zero."""
 
@@ -109,7 +111,7 @@ class Pad:
 
 
 @register(OperationType.PAD_V2, inputs=("input", "paddings", "pad_value"),
-          kernel_types=FLOAT_KERNELS)
+          kernel_types=FLOAT_KERNELS, nnapi_max_rank=4)
 class PadV2:
     """PAD_V2: constant padding with a given scalar value."""
 

@@ -9,6 +9,7 @@ NNAPI signatures:
 * REDUCE_SUM, REDUCE_PROD (TENSOR_FLOAT32/16), REDUCE_MAX, REDUCE_MIN (also TENSOR_QUANT8_ASYMM
   and _SIGNED, same scale / zero point out), REDUCE_ANY, REDUCE_ALL (TENSOR_BOOL8): input 0 of
   rank 1..4, input 1 the axes as for MEAN, input 2 a BOOL ``keep_dims``.
+* MEAN and REDUCE_* take rank 1..6 with nnrt's ``com.nnrt.rank6`` extension.
 * Every reduction: reducing all dims without ``keep_dims`` gives output shape ``[1]``.
 * ARGMAX, ARGMIN: input 0 of rank >= 1 (TENSOR_FLOAT32, _FLOAT16, _INT32, _QUANT8_ASYMM,
   _SIGNED); input 1 an INT32 axis in ``[-rank, rank)``. Output: TENSOR_INT32, the input shape
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext, Unknown
 from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
 
@@ -78,7 +79,7 @@ def _keep_dims(ctx: OperationContext, spec: _Reduction) -> bool:
 def _validate_reduction(ctx: OperationContext, spec: _Reduction) -> None:
     ctx.expect_counts(3, 1)
     ctx.expect_type(INPUT, *spec.types)
-    ctx.expect_rank_between(INPUT, 1, 4)
+    ctx.expect_rank_between(INPUT, 1, NNRT_MAX_RANK)
     ctx.expect_type(AXES, T.TENSOR_INT32)
     ctx.expect_rank(AXES, 1)
     ctx.expect_scalar(KEEP_DIMS, spec.keep_dims_type)
@@ -91,6 +92,7 @@ def _validate_reduction(ctx: OperationContext, spec: _Reduction) -> None:
 
 def _prepare_reduction(ctx: OperationContext, spec: _Reduction) -> list[Shape]:
     shape = ctx.shape(INPUT)
+    ctx.expect_rank_between(INPUT, 1, NNRT_MAX_RANK)
     axes_value = ctx.value(AXES)
     if np.ndim(axes_value) != 1:
         ctx.fail(f"expected a 1-D tensor of axes, got shape {np.shape(axes_value)}", input=AXES)
@@ -139,6 +141,7 @@ def _register_reduction(spec: _Reduction) -> None:
     add_definition(OperationDef(
         type=spec.op, validate=validate, prepare=prepare, execute=execute,
         inputs=("input", "axes", "keep_dims"), kernel_types=spec.kernel_types,
+        nnapi_max_rank=4,
     ))
 
 

@@ -15,8 +15,10 @@ scale and zero point):
 * TRANSPOSE (input, perm): RESHAPE's types, rank 1..4; perm an optional 1-D TENSOR_INT32
   permutation of [0, rank); omitted means the reversed order (rank-1, ..., 0).
 
-All four move data only; the kernels implement the float and TENSOR_INT32 types (quantised
-variants are validated but reported unsupported for now).
+RESHAPE, SQUEEZE and TRANSPOSE take rank 1..6 with nnrt's ``com.nnrt.rank6`` extension (a
+RESHAPE's target shape too: at most 6 components). All four move data only; the kernels
+implement the float and TENSOR_INT32 types (quantised variants are validated but reported
+unsupported for now).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import math
 
 import numpy as np
 
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.shape_params import (
@@ -45,10 +47,12 @@ from nnrt.ops.shape_params import (
 
 T = OperandType
 
-MAX_RANK = 4
+#: nnrt's rank limit for RESHAPE, SQUEEZE and TRANSPOSE (NNAPI's own is 4).
+MAX_RANK = NNRT_MAX_RANK
 
 
-@register(OperationType.RESHAPE, inputs=("input", "shape"), kernel_types=FLOAT_KERNELS)
+@register(OperationType.RESHAPE, inputs=("input", "shape"), kernel_types=FLOAT_KERNELS,
+          nnapi_max_rank=4)
 class Reshape:
     """RESHAPE: same data, new shape; one -1 component is inferred from the element count."""
 
@@ -90,6 +94,9 @@ class Reshape:
 def _check_target(ctx: OperationContext, target: list[int]) -> None:
     if not target:
         ctx.fail("the shape must have at least one component", input=Reshape.SHAPE)
+    if len(target) > MAX_RANK:
+        ctx.fail(f"expected a shape of rank between 1 and {MAX_RANK}, got rank {len(target)} "
+                 f"({tuple(target)})", input=Reshape.SHAPE)
     if target.count(-1) > 1:
         ctx.fail(f"at most one component of the shape may be -1, got {tuple(target)}",
                  input=Reshape.SHAPE)
@@ -98,7 +105,8 @@ def _check_target(ctx: OperationContext, target: list[int]) -> None:
                  input=Reshape.SHAPE)
 
 
-@register(OperationType.SQUEEZE, inputs=("input", "squeeze_dims"), kernel_types=FLOAT_KERNELS)
+@register(OperationType.SQUEEZE, inputs=("input", "squeeze_dims"), kernel_types=FLOAT_KERNELS,
+          nnapi_max_rank=4)
 class Squeeze:
     """SQUEEZE: drop the listed size-1 dims (all of them when squeeze_dims is omitted)."""
 
@@ -171,7 +179,8 @@ class ExpandDims:
         return [ctx.tensor(ExpandDims.INPUT).reshape(ctx.output_shapes[0])]
 
 
-@register(OperationType.TRANSPOSE, inputs=("input", "perm"), kernel_types=FLOAT_KERNELS)
+@register(OperationType.TRANSPOSE, inputs=("input", "perm"), kernel_types=FLOAT_KERNELS,
+          nnapi_max_rank=4)
 class Transpose:
     """TRANSPOSE: output dim i is input dim perm[i]; perm defaults to the reversed order."""
 

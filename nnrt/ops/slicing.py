@@ -7,7 +7,8 @@ NNAPI signatures:
   of -1 takes the rest of dimension i; otherwise ``0 <= begin[i]`` and
   ``begin[i] + size[i] <= dims[i]``. Output: the input's type (quantised: same scale and zero
   point) with shape ``size`` (-1 resolved).
-* STRIDED_SLICE: input 0 an n-D tensor, n <= 4 (TENSOR_FLOAT32, _FLOAT16, _QUANT8_ASYMM,
+* STRIDED_SLICE: input 0 an n-D tensor, n <= 4 (n <= 6 with nnrt's ``com.nnrt.rank6``
+  extension) (TENSOR_FLOAT32, _FLOAT16, _QUANT8_ASYMM,
   _SIGNED); inputs 1..3 ``begin``, ``end``, ``strides``, 1-D TENSOR_INT32 of length n, strides
   non-zero; inputs 4..6 INT32 ``begin_mask``, ``end_mask``, ``shrink_axis_mask``. Bit i of a
   mask applies to dimension i: begin_mask / end_mask take the fullest range, shrink_axis_mask
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 
@@ -114,7 +115,7 @@ def _clamp(index: int, dim: int, positive: bool) -> int:
 @register(OperationType.STRIDED_SLICE,
           inputs=("input", "begin", "end", "strides", "begin_mask", "end_mask",
                   "shrink_axis_mask"),
-          kernel_types=set(_FLOATS))
+          kernel_types=set(_FLOATS), nnapi_max_rank=4)
 class StridedSlice:
     """STRIDED_SLICE: TensorFlow-style strided slicing with begin / end / shrink masks."""
 
@@ -125,7 +126,7 @@ class StridedSlice:
         """NNAPI's static rules for STRIDED_SLICE."""
         ctx.expect_counts(7, 1)
         ctx.expect_type(StridedSlice.INPUT, *_FLOATS, *_QUANT8)
-        ctx.expect_rank_between(StridedSlice.INPUT, 1, 4)
+        ctx.expect_rank_between(StridedSlice.INPUT, 1, NNRT_MAX_RANK)
         rank = ctx.rank_or_none(StridedSlice.INPUT)
         for slot in (StridedSlice.BEGIN, StridedSlice.END, StridedSlice.STRIDES):
             _expect_index_vector(ctx, slot, rank)
@@ -181,6 +182,7 @@ class StridedSlice:
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Output shape from the clamped ranges and the shrink mask."""
+        ctx.expect_rank_between(StridedSlice.INPUT, 1, NNRT_MAX_RANK)
         return [StridedSlice.ranges(ctx)[1]]
 
     @staticmethod

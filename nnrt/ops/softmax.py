@@ -3,7 +3,8 @@
 NNAPI signatures:
 
 * SOFTMAX: input 0 a tensor of TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM or
-  TENSOR_QUANT8_ASYMM_SIGNED, rank 1..4; input 1 beta, a positive FLOAT16 scalar for
+  TENSOR_QUANT8_ASYMM_SIGNED, rank 1..4 (1..6 with nnrt's ``com.nnrt.rank6`` extension);
+  input 1 beta, a positive FLOAT16 scalar for
   TENSOR_FLOAT16 and FLOAT32 otherwise; input 2 an optional INT32 axis in ``[-n, n)``,
   default -1. Output of the input's type and shape; quantised outputs need scale 1/256 and
   zero point 0 (-128 signed).
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.activation import expect_output_quant, scalar_type_for
@@ -83,25 +84,26 @@ def _shifted(ctx: ExecutionContext) -> tuple[Array, int]:
 
 
 @register(OperationType.SOFTMAX, inputs=("input", "beta", "axis"),
-          kernel_types=FLOAT_TENSOR_TYPES)
+          kernel_types=FLOAT_TENSOR_TYPES, nnapi_max_rank=4)
 class Softmax:
     """SOFTMAX with a scaling factor beta and an optional axis."""
 
     @staticmethod
     def validate(ctx: OperationContext) -> None:
-        """Types per slot, rank 1..4, constant axis range, fixed quantised output params."""
+        """Types per slot, rank 1..6, constant axis range, fixed quantised output params."""
         ctx.expect_counts((2, 3), 1)
         t = ctx.expect_type(INPUT, *_SOFTMAX_TYPES)
         ctx.expect_scalar(BETA, scalar_type_for(t))
         validate_optional_axis(ctx, AXIS, INPUT)
         ctx.expect_output_like_input(0, INPUT)
-        ctx.expect_rank_between(INPUT, 1, 4)
+        ctx.expect_rank_between(INPUT, 1, NNRT_MAX_RANK)
         expect_output_quant(ctx, 0, *_SOFTMAX_QUANT)
         _check_beta(ctx)
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
-        """Same shape as the input (beta and axis checked when known)."""
+        """Same shape as the input (rank, beta and axis checked when known)."""
+        ctx.expect_rank_between(INPUT, 1, NNRT_MAX_RANK)
         return _prepare(ctx)
 
     @staticmethod

@@ -4,7 +4,8 @@ NNAPI signatures (for TENSOR_QUANT8_ASYMM(_SIGNED), outputs keep the input's sca
 except in CONCATENATION, whose inputs and output may each have their own):
 
 * CONCATENATION (input 0 .. input n-1, axis): n >= 1 tensors of one type among TENSOR_FLOAT16 /
-  FLOAT32 / QUANT8_ASYMM / QUANT8_ASYMM_SIGNED, rank 1..4, equal ranks and dims except along the
+  FLOAT32 / QUANT8_ASYMM / QUANT8_ASYMM_SIGNED, rank 1..4 (1..6 with nnrt's ``com.nnrt.rank6``
+  extension), equal ranks and dims except along the
   axis; axis an INT32 scalar in [0, rank). Output: dims summed along the axis.
 * SPLIT (input, axis, num_splits) -> num_splits outputs: input of the types above or
   TENSOR_INT32, rank >= 1; axis an INT32 scalar in [-rank, rank); num_splits an INT32 scalar equal
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops import tensor_gen  # noqa: F401 - registers FILL, RANK, REVERSE
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
@@ -41,10 +42,11 @@ from nnrt.ops.shape_params import (
 
 T = OperandType
 
-MAX_CONCAT_RANK = 4
+MAX_CONCAT_RANK = NNRT_MAX_RANK
 
 
-@register(OperationType.CONCATENATION, inputs=("input0",), kernel_types=FLOAT_KERNELS)
+@register(OperationType.CONCATENATION, inputs=("input0",), kernel_types=FLOAT_KERNELS,
+          nnapi_max_rank=4)
 class Concatenation:
     """CONCATENATION: join n tensors along a non-negative axis (the last input)."""
 

@@ -7,7 +7,8 @@ NNAPI signature (all eight): input 0 a tensor, output 0 a tensor of the same typ
 * EXP, LOG, SQRT, SIN: TENSOR_FLOAT16 or TENSOR_FLOAT32; rank ≥ 1.
 * RSQRT: TENSOR_FLOAT16, TENSOR_FLOAT32, or (feature level 7) TENSOR_QUANT8_ASYMM /
   TENSOR_QUANT8_ASYMM_SIGNED whose output may have its own scale and zero point; rank ≥ 1.
-* FLOOR: TENSOR_FLOAT16 or TENSOR_FLOAT32; rank ≤ 4.
+* FLOOR: TENSOR_FLOAT16 or TENSOR_FLOAT32; rank ≤ 4 (≤ 6 with nnrt's ``com.nnrt.rank6``
+  extension).
 
 Float kernels follow the C library in float64: LOG(0) = -inf, LOG and SQRT of a negative number
 are NaN, RSQRT(+0) = +inf, RSQRT(-0) = -inf. INT32 ABS / NEG wrap around at -2**31 like two's
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.model.types import OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
 
@@ -44,6 +45,7 @@ class _Unary:
     float_fn: Callable[[Array], Array]
     int_fn: Callable[[Array], Array] | None = None
     max_rank: int | None = None
+    nnapi_max_rank: int | None = None
 
     @property
     def kernel_types(self) -> frozenset[OperandType]:
@@ -66,7 +68,7 @@ _UNARY: dict[OperationType, _Unary] = {
     Op.RSQRT: _Unary((*_FLOATS, *_QUANT8), _rsqrt),
     Op.NEG: _Unary((*_FLOATS, T.TENSOR_INT32), np.negative, np.negative),
     Op.SIN: _Unary(_FLOATS, np.sin),
-    Op.FLOOR: _Unary(_FLOATS, np.floor, max_rank=4),
+    Op.FLOOR: _Unary(_FLOATS, np.floor, max_rank=NNRT_MAX_RANK, nnapi_max_rank=4),
 }
 
 
@@ -107,5 +109,5 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
 for _op, _spec in _UNARY.items():
     add_definition(OperationDef(
         type=_op, validate=_validate, prepare=_prepare, execute=_execute, inputs=("input",),
-        kernel_types=_spec.kernel_types,
+        kernel_types=_spec.kernel_types, nnapi_max_rank=_spec.nnapi_max_rank,
     ))

@@ -329,10 +329,10 @@ def add_activation_wrong_scalar_type(m: nnrt.Model) -> None:
     m.finish()
 
 
-@case(r"operation 0 \(ADD\), input 0 \(input1\): expected rank between 1 and 4, got 5")
+@case(r"operation 0 \(ADD\), input 0 \(input1\): expected rank between 1 and 6, got 7")
 def add_rank_too_high(m: nnrt.Model) -> None:
-    a, b = _f32(m, (1, 1, 1, 1, 2)), _f32(m)
-    out = _add(m, a, b, out_dims=(1, 1, 1, 1, 2))
+    a, b = _f32(m, (1, 1, 1, 1, 1, 1, 2)), _f32(m)
+    out = _add(m, a, b, out_dims=(1, 1, 1, 1, 1, 1, 2))
     m.identify_inputs_and_outputs([a, b], [out])
     m.finish()
 

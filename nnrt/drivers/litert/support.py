@@ -1,9 +1,11 @@
 """Which operations the litert plugin selects, and why it rejects the others.
 
 An operation is selected when a TFLite builtin computes exactly what NNAPI specifies for it:
-its tensors are of static shape and rank 1 to 4, of a type TFLite has for that builtin
-(TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic, MAXIMUM /
-MINIMUM, comparisons, SELECT, CAST and the data-moving operations; TENSOR_BOOL8 for
+its tensors are of static shape and rank 1 to 6 (every selected builtin was run by LiteRT at
+ranks 5 and 6 against the reference: the element-wise, data-moving, reduction, SOFTMAX and
+BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules), of a type TFLite has for
+that builtin (TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic,
+MAXIMUM / MINIMUM, comparisons, SELECT, CAST and the data-moving operations; TENSOR_BOOL8 for
 comparisons and SELECT), every parameter is a constant, and the parameters have a TFLite
 equivalent:
 
@@ -93,7 +95,9 @@ _INT32_PARAMETERS = frozenset({
 })
 #: Scalar parameters, always constants.
 _SCALAR_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL)
-_MAX_RANK = 4
+#: The highest tensor rank written (nnrt's ``com.nnrt.rank6`` limit; the bytecode check in
+#: :mod:`.dispatch` holds the same bound).
+_MAX_RANK = 6
 #: UNIDIRECTIONAL_SEQUENCE_LSTM activations TFLite's kernel applies as NNAPI does.
 _LSTM_ACTIVATIONS = {1: "relu", 3: "relu6", 4: "tanh"}
 

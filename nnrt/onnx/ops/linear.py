@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from nnrt.model.types import NNRT_MAX_RANK
 from nnrt.model.types import OperationType as Op
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
@@ -29,7 +30,7 @@ __all__ = ["gemm", "known_product", "matmul", "require_float", "reshape", "trans
 Array = np.ndarray[Any, Any]
 
 #: The highest rank of NNAPI tensors.
-_MAX_RANK = 4
+_MAX_RANK = NNRT_MAX_RANK
 
 
 # -- shared data movement --------------------------------------------------------------------
@@ -50,7 +51,7 @@ def reshape(n: NodeContext, x: Value, shape: Sequence[int], like: Value | None =
         return x
     if max(x.rank, len(dims)) > _MAX_RANK:
         n.fail(f"reshaping {list(x.shape)} to {list(dims)} at run time is not supported "
-               f"(NNAPI tensors have rank ≤ {_MAX_RANK})")
+               f"(nnrt's RESHAPE takes rank ≤ {_MAX_RANK})")
     if dims.count(0) > 1 and like is not None and len(dims) <= like.rank:
         from nnrt.onnx.ops.dynamic import dims_like  # noqa: PLC0415 - dynamic imports shape
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.builder import Omitted
+from nnrt.model.types import NNRT_MAX_RANK
 from nnrt.model.types import OperationType as Op
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
@@ -32,7 +33,7 @@ __all__ = ["batch_normalization", "instance_normalization", "layer_normalization
 Array = np.ndarray[Any, Any]
 
 #: The highest rank NNAPI SOFTMAX takes.
-_MAX_RANK = 4
+_MAX_RANK = NNRT_MAX_RANK
 
 
 def _only_first_output(n: NodeContext, what: str) -> None:
@@ -197,7 +198,7 @@ def softmax(n: NodeContext) -> list[Value]:
     if axis < 0:
         axis += x.rank
     if op == Op.SOFTMAX and x.rank > _MAX_RANK:
-        n.fail(f"rank {x.rank} inputs are not supported (NNAPI SOFTMAX takes rank ≤ 4)")
+        n.fail(f"rank {x.rank} inputs are not supported (nnrt's SOFTMAX takes rank ≤ {_MAX_RANK})")
     if legacy and axis != x.rank - 1:
         shape = x.shape
         flat = reshape(n, x, (known_product(shape[:axis]), known_product(shape[axis:])))

@@ -9,9 +9,9 @@ The axes are an attribute before the opset that moved them to an input (13 for R
 the others); no axes reduce every axis, or — with ``noop_with_empty_axes`` — none (the result is
 then the reduction of each single element: ``|x|`` for ReduceL2). A known input is reduced in
 numpy with ONNX's semantics (any dtype); a runtime input needs a float type (nnrt's reduction
-kernels are float only) — boolean ReduceMax / ReduceMin are REDUCE_ANY / REDUCE_ALL. NNAPI
-reductions take ranks 1..4 (a scalar is reduced as its ``[1]`` operand); higher ranks are
-unsupported, as NNAPI's RESHAPE cannot merge their axes either.
+kernels are float only) — boolean ReduceMax / ReduceMin are REDUCE_ANY / REDUCE_ALL. nnrt's
+reductions take ranks 1..6 (NNAPI's 1..4, extended by ``com.nnrt.rank6``; a scalar is reduced as
+its ``[1]`` operand); higher ranks are unsupported, as RESHAPE cannot merge their axes either.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.operation import operation_name
+from nnrt.model.types import NNRT_MAX_RANK
 from nnrt.model.types import OperationType as Op
 from nnrt.onnx.dtypes import operand_type_for
 from nnrt.onnx.graph import Value
@@ -34,7 +35,7 @@ from nnrt.ops.reduce import reduced_shape
 Array = np.ndarray[Any, Any]
 
 #: The highest rank NNAPI's reductions accept.
-MAX_REDUCE_RANK = 4
+MAX_REDUCE_RANK = NNRT_MAX_RANK
 
 
 def require_kernel(n: NodeContext, op: Op, x: Value) -> None:
@@ -209,7 +210,7 @@ def _reduce_axes(n: NodeContext, op: Op, x: Value, axes: Sequence[int], keep: bo
     out_shape = reduced_shape(x.shape, axes, keep)
     rank_zero = out_shape if not out_shape else None
     if x.rank > MAX_REDUCE_RANK:
-        n.fail(f"input {x.name!r} has rank {x.rank}; NNAPI reductions take ranks "
+        n.fail(f"input {x.name!r} has rank {x.rank}; nnrt reductions take ranks "
                f"1..{MAX_REDUCE_RANK}")
     return g.op(op, x, np.asarray(axes, np.int32), _keep_arg(op, keep), shape=rank_zero)
 

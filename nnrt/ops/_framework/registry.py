@@ -88,6 +88,11 @@ class OperationDef:
     #: function of the input arrays computing what ``execute`` computes; None when those facts
     #: need the general kernel (see the module docstring).
     specialize: Specialize | None = None
+    #: NNAPI's own rank limit for an operation nnrt takes at higher rank (up to
+    #: ``NNRT_MAX_RANK``, the ``com.nnrt.rank6`` extension); None when nnrt keeps NNAPI's limit
+    #: (or NNAPI has none). A model with a tensor of this operation above it is marked
+    #: (:func:`nnrt.ops._framework.extensions.model_extensions`).
+    nnapi_max_rank: int | None = None
 
     def input_name(self, slot: int, n_inputs: int | None = None) -> str | None:
         """The name of input ``slot`` in the signature with ``n_inputs`` inputs, if named."""
@@ -122,6 +127,7 @@ def register(
     kernel_types: frozenset[OperandType] | set[OperandType],
     type_input: int = 0,
     signatures: Mapping[int, Sequence[str]] | None = None,
+    nnapi_max_rank: int | None = None,
 ) -> Callable[[type[T]], type[T]]:
     """Class decorator registering the class's ``validate``, ``prepare`` and ``execute``."""
 
@@ -139,6 +145,7 @@ def register(
                 supports=getattr(cls, "supports", None),
                 signatures=({n: tuple(names) for n, names in signatures.items()}
                             if signatures is not None else None),
+                nnapi_max_rank=nnapi_max_rank,
             )
         )
         return cls

@@ -18,6 +18,7 @@ from nnrt.testing.cases import (
     normalization,
     pad,
     pooling,
+    rank6,
     reduce,
     reshape,
     resize,
@@ -34,9 +35,9 @@ from nnrt.testing.spec import OpCase
 __all__ = ["all_cases"]
 
 _FAMILIES = (activation, binary, comparison, control, conv, conversion, extension, gather, matmul,
-             nnapi_conv, nnapi_data, nnapi_elementwise, normalization, pad, pooling, reduce,
-             reshape, resize, sequence_lstm, slicing, softmax, space, tensor, transpose_conv,
-             unary)
+             nnapi_conv, nnapi_data, nnapi_elementwise, normalization, pad, pooling, rank6,
+             reduce, reshape, resize, sequence_lstm, slicing, softmax, space, tensor,
+             transpose_conv, unary)
 
 
 def all_cases() -> list[OpCase]:

@@ -146,10 +146,12 @@ def test_reduce_all_axes_without_keepdims_is_a_scalar() -> None:
     assert run_ort(model, {"x": x})[0].shape == ()
 
 
-def test_reduce_rank5_is_unsupported() -> None:
-    x = _positive((2, 2, 2, 2, 2))
+def test_reduce_rank7_is_unsupported_and_rank5_imports() -> None:
+    x = _positive((2, 1, 2, 1, 2, 1, 2))
     unsupported(_reduce_model("ReduceSum", x, [1], 1, 18),
-                r"ReduceSum node .*input 'x' has rank 5; NNAPI reductions take ranks 1\.\.4")
+                r"ReduceSum node .*input 'x' has rank 7; nnrt reductions take ranks 1\.\.6")
+    check(_reduce_model("ReduceSum", _positive((2, 2, 2, 2, 2)), [1], 1, 18), {"x": _positive(
+        (2, 2, 2, 2, 2))}, rtol=1e-5)
     check(_reduce_model("ReduceSum", x, [1], 1, 18, known=True), {})  # known: numpy
 
 

@@ -104,9 +104,13 @@ def test_matmul_of_known_operands_folds() -> None:
         operations(model))
 
 
-def test_matmul_of_rank_5_runtime_operands_is_refused() -> None:
-    refused(node("MatMul", ["a", "b"]), {"a": rand(2, 2, 2, 2, 3)}, {"b": rand(2, 3, 2)},
-            match=r"NNAPI tensors have rank ≤ 4")
+def test_matmul_of_rank_7_runtime_operands_is_refused() -> None:
+    refused(node("MatMul", ["a", "b"]), {"a": rand(2, 1, 2, 1, 2, 2, 3)}, {"b": rand(2, 3, 2)},
+            match=r"RESHAPE takes rank ≤ 6")
+
+
+def test_matmul_of_rank_5_operands_imports() -> None:
+    check(node("MatMul", ["a", "b"]), {"a": rand(2, 1, 2, 2, 3), "b": rand(2, 1, 2, 3, 2)}, {})
 
 
 @pytest.mark.parametrize("c_shape", [None, (), (1,), (5,), (1, 5), (3, 1), (3, 5)])
@@ -392,7 +396,8 @@ def test_log_softmax_rank_5() -> None:
 def test_softmax_refusals() -> None:
     refused(node("Softmax", ["x"]), {"x": np.ones((2, 2), np.int32)},
             match="int32 input 'x' is not supported")
-    refused(node("Softmax", ["x"]), {"x": rand(2, 1, 3, 2, 2)}, match="rank ≤ 4")
+    refused(node("Softmax", ["x"]), {"x": rand(2, 1, 3, 1, 1, 2, 2)}, match="rank ≤ 6")
+    check(node("Softmax", ["x"], axis=2), {"x": rand(2, 1, 3, 2, 2)}, {})
 
 
 # -- Resize ----------------------------------------------------------------------------------

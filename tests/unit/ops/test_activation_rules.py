@@ -20,10 +20,10 @@ def test_relu_rejects_a_second_input() -> None:
         model.finish()
 
 
-def test_relu6_rejects_rank_5_and_int32() -> None:
-    model = _model(Op.RELU6, [(F32, (1, 1, 1, 1, 2), None)], [(F32, (1, 1, 1, 1, 2))])
+def test_relu6_rejects_rank_7_and_int32() -> None:
+    model = _model(Op.RELU6, [(F32, (1, 1, 1, 1, 1, 1, 2), None)], [(F32, (1, 1, 1, 1, 1, 1, 2))])
     with pytest.raises(nnrt.BadData, match=r"\(RELU6\), input 0 \(input\): expected rank "
-                                           r"between 1 and 4, got 5"):
+                                           r"between 1 and 6, got 7"):
         model.finish()
     model = _model(Op.TANH, [(T.TENSOR_INT32, (2,), None)], [(T.TENSOR_INT32, (2,))])
     with pytest.raises(nnrt.BadData, match=r"\(TANH\), input 0 \(input\): expected .*got "

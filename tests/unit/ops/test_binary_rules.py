@@ -47,16 +47,16 @@ def test_minimum_rejects_a_rank_0_value_at_execution() -> None:
         nnrt.reference.run(model, [np.float32(1.0), np.ones(2, np.float32)])
 
 
-def test_pow_rejects_int32_and_rank_5() -> None:
+def test_pow_rejects_int32_and_rank_7() -> None:
     i32 = T.TENSOR_INT32
     model = _model(Op.POW, [(i32, (2,), None), (i32, (2,), None)], [(i32, (2,))])
     with pytest.raises(nnrt.BadData, match=r"\(POW\), input 0 \(base\): expected TENSOR_FLOAT32 "
                                            "or TENSOR_FLOAT16, got TENSOR_INT32"):
         model.finish()
-    dims = (1, 1, 1, 1, 2)
+    dims = (1, 1, 1, 1, 1, 1, 2)
     model = _model(Op.POW, [(F32, dims, None), (F32, (1,), None)], [(F32, dims)])
     with pytest.raises(nnrt.BadData, match=r"\(POW\), input 0 \(base\): expected rank between 0 "
-                                           "and 4, got 5"):
+                                           "and 6, got 7"):
         model.finish()
 
 

@@ -119,10 +119,10 @@ def test_bmm_ranks_must_match() -> None:
         _bmm((2, 2, 3), (3, 4), (2, 2, 4))
 
 
-def test_bmm_rank_at_most_4() -> None:
-    with pytest.raises(nnrt.BadData, match=r"input 0 \(lhs\): expected rank between 2 and 4, "
-                                           r"got 5"):
-        _bmm((1, 1, 1, 2, 3), (1, 1, 1, 3, 4), (1, 1, 1, 2, 4))
+def test_bmm_rank_at_most_6() -> None:
+    with pytest.raises(nnrt.BadData, match=r"input 0 \(lhs\): expected rank between 2 and 6, "
+                                           r"got 7"):
+        _bmm((1, 1, 1, 1, 1, 2, 3), (1, 1, 1, 1, 1, 3, 4), (1, 1, 1, 1, 1, 2, 4))
 
 
 def test_bmm_adj_flag_must_be_bool() -> None:

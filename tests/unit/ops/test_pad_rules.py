@@ -26,11 +26,11 @@ def test_pad_rejects_wrong_paddings_shape_and_values() -> None:
         model.finish()
 
 
-def test_pad_rejects_rank_5_and_quant_scale_change() -> None:
-    model = _model(Op.PAD, [(F32, (1, 1, 1, 1, 2), None), (I32, (5, 2), None)],
-                   [(F32, (0, 0, 0, 0, 0))])
+def test_pad_rejects_rank_7_and_quant_scale_change() -> None:
+    model = _model(Op.PAD, [(F32, (1, 1, 1, 1, 1, 1, 2), None), (I32, (7, 2), None)],
+                   [(F32, (0,) * 7)])
     with pytest.raises(nnrt.BadData, match=r"\(PAD\), input 0 \(input\): expected rank between "
-                                           r"1 and 4, got 5"):
+                                           r"1 and 6, got 7"):
         model.finish()
     q8 = T.TENSOR_QUANT8_ASYMM
     model = _model(Op.PAD, [(q8, (2,), None, 0.5, 3), (I32, (1, 2), [[1, 1]])],

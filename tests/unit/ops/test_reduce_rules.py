@@ -31,11 +31,12 @@ def test_mean_keep_dims_must_be_int32_not_bool() -> None:
         model.finish()
 
 
-def test_mean_rejects_rank_5_and_out_of_range_axis() -> None:
-    model = _model(Op.MEAN, [(F32, (1, 1, 1, 1, 2), None), (I32, (1,), [0]), (T.INT32, (), 0)],
-                   [(F32, (1, 1, 1, 2))])
+def test_mean_rejects_rank_7_and_out_of_range_axis() -> None:
+    model = _model(Op.MEAN, [(F32, (1, 1, 1, 1, 1, 1, 2), None), (I32, (1,), [0]),
+                             (T.INT32, (), 0)],
+                   [(F32, (1, 1, 1, 1, 1, 2))])
     with pytest.raises(nnrt.BadData, match=r"\(MEAN\), input 0 \(input\): expected rank between "
-                                           "1 and 4, got 5"):
+                                           "1 and 6, got 7"):
         model.finish()
     model = _model(Op.MEAN, [(F32, (2, 3), None), (I32, (2,), [0, -3]), (T.INT32, (), 0)],
                    [(F32, (1,))])

@@ -22,14 +22,20 @@ def test_reshape_rejects_wrong_input_count() -> None:
         model.finish()
 
 
-def test_reshape_rejects_two_inferred_dims_and_rank_5() -> None:
+def test_reshape_rejects_two_inferred_dims_and_rank_7() -> None:
     model = _model(Op.RESHAPE, [(F32, (2, 3), None), (I32, (2,), [-1, -1])], [(F32, (0, 0))])
     with pytest.raises(nnrt.BadData, match=r"\(RESHAPE\), input 1 \(shape\): at most one "
                                            r"component of the shape may be -1"):
         model.finish()
-    model = _model(Op.RESHAPE, [(F32, (1, 1, 1, 2, 3), None), (I32, (1,), [6])], [(F32, (6,))])
+    model = _model(Op.RESHAPE, [(F32, (1, 1, 1, 1, 1, 2, 3), None), (I32, (1,), [6])],
+                   [(F32, (6,))])
     with pytest.raises(nnrt.BadData, match=r"\(RESHAPE\), input 0 \(input\): expected rank "
-                                           r"between 1 and 4, got 5"):
+                                           r"between 1 and 6, got 7"):
+        model.finish()
+    model = _model(Op.RESHAPE, [(F32, (2, 3), None), (I32, (7,), [1, 1, 1, 1, 1, 2, 3])],
+                   [(F32, (0,) * 7)])
+    with pytest.raises(nnrt.BadData, match=r"\(RESHAPE\), input 1 \(shape\): expected a shape "
+                                           r"of rank between 1 and 6, got rank 7"):
         model.finish()
 
 

@@ -72,9 +72,9 @@ def test_strided_slice_counts_rank_and_type() -> None:
                                            "got 6"):
         model.finish()
     with pytest.raises(nnrt.BadData, match=r"\(STRIDED_SLICE\), input 0 \(input\): expected rank "
-                                           "between 1 and 4, got 5"):
-        _strided((F32, (1, 1, 1, 1, 2), None), [0] * 5, [1] * 5, [1] * 5, masks=(0, 0, 0),
-                 out_dims=(1, 1, 1, 1, 1)).finish()
+                                           "between 1 and 6, got 7"):
+        _strided((F32, (1, 1, 1, 1, 1, 1, 2), None), [0] * 7, [1] * 7, [1] * 7, masks=(0, 0, 0),
+                 out_dims=(1,) * 7).finish()
     # NNAPI defines no TENSOR_INT32 variant of STRIDED_SLICE (unlike SLICE).
     with pytest.raises(nnrt.BadData, match=r"\(STRIDED_SLICE\), input 0 \(input\): expected .*, "
                                            "got TENSOR_INT32"):

@@ -14,10 +14,10 @@ F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
 
 
 def test_softmax_rank_and_beta_type() -> None:
-    model = _model(Op.SOFTMAX, [(F32, (1, 1, 1, 1, 2), None), (T.FLOAT32, (), 1.0)],
-                   [(F32, (1, 1, 1, 1, 2))])
+    model = _model(Op.SOFTMAX, [(F32, (1, 1, 1, 1, 1, 1, 2), None), (T.FLOAT32, (), 1.0)],
+                   [(F32, (1, 1, 1, 1, 1, 1, 2))])
     with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 0 \(input\): expected rank "
-                                           r"between 1 and 4, got 5"):
+                                           r"between 1 and 6, got 7"):
         model.finish()
     model = _model(Op.SOFTMAX, [(F32, (2, 2), None), (T.FLOAT16, (), 1.0)], [(F32, (2, 2))])
     with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 1 \(beta\): expected FLOAT32, "

@@ -38,15 +38,15 @@ def test_quant8_is_rejected_except_for_rsqrt() -> None:
         model.finish()
 
 
-def test_output_type_must_match_and_floor_rank_is_at_most_4() -> None:
+def test_output_type_must_match_and_floor_rank_is_at_most_6() -> None:
     model = _model(Op.LOG, [(F32, (2,), None)], [(T.TENSOR_FLOAT16, (2,))])
     with pytest.raises(nnrt.BadData, match=r"\(LOG\), output 0 \(output\): expected "
                                            "TENSOR_FLOAT32 like input 0, got TENSOR_FLOAT16"):
         model.finish()
-    dims = (1, 2, 1, 2, 1)
+    dims = (1, 2, 1, 2, 1, 1, 1)
     model = _model(Op.FLOOR, [(F32, dims, None)], [(F32, dims)])
     with pytest.raises(nnrt.BadData, match=r"\(FLOOR\), input 0 \(input\): expected rank "
-                                           "between 0 and 4, got 5"):
+                                           "between 0 and 6, got 7"):
         model.finish()
     _model(Op.SIN, [(F32, dims, None)], [(F32, dims)]).finish()  # no upper limit for SIN
 
