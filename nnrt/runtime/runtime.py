@@ -327,14 +327,18 @@ class Runtime:
     async def _compile_per_shape(self, model: Model, options: dict[str, Any],
                                  deadline: float | None, token: bytes | None,
                                  limit: int) -> CompiledModel:
-        """``model`` (inputs of unknown dims) compiled as it is — what executes with device
-        memories run, if some driver takes it so — and prepared per input shape on first use
+        """``model`` (inputs of unknown dims) compiled as it is on the reference interpreter
+        (which resolves shapes at execution: what executes with device memories run, when
+        ``reference`` is among the devices) and prepared per input shape on first use
         with ``options`` (a given ``token`` made distinct per shape). The variants refer to
         the constants packed for the model as it is: weights are packed once."""
         given = None if token is None else check_token(token, "compile: token")
         try:
-            whole = await self._compile_whole(model, options, deadline, token)
-        except Unsupported as exc:  # no driver among devices runs it unspecialized
+            if FALLBACK_DRIVER not in options["devices"]:
+                raise Unsupported(f"{FALLBACK_DRIVER} is not among the devices")
+            whole = await self._compile_whole(
+                model, {**options, "devices": [FALLBACK_DRIVER]}, deadline, token)
+        except Unsupported as exc:  # the model as it is runs on the reference interpreter
             log.info("compile: %s; the model runs per input shape only", exc)
             placed = await anyio.to_thread.run_sync(place_constants, model)
             if placed.packed is not None:

@@ -4,8 +4,8 @@ NNAPI lets a model leave input dims unknown (0) and resolves shapes at execution
 compile ahead (``cpu``, ``litert``) need every shape known. :func:`specialize` makes the static
 model of one input shape: the inputs' dims pinned, static shape inference run through the
 graph, and the shape computations that then depend only on known values folded into constants
-(``com.nnrt.SHAPE`` of a tensor whose dims are now known, and integer/boolean operations on
-constants — the ``Shape -> Gather -> Concat -> Reshape`` chains of imported models), repeated
+(``com.nnrt.SHAPE`` of a tensor whose dims are now known, and operations on constants with
+small results — the ``Shape -> Gather -> Concat -> Reshape`` chains of imported models), repeated
 until nothing more folds. Every temporary whose dims became known is declared with them.
 
 Folded values are computed by the reference kernels (one operation at a time), so they are what
@@ -39,9 +39,12 @@ _SHAPE_TYPES = frozenset({OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8,
 #: The largest value folded (elements): shape computations are small; a big one stays a
 #: computation rather than a constant in every variant.
 _MAX_FOLDED = 1 << 16
+#: The largest value of another type folded: shape arithmetic done in floats (an exporter's
+#: ``Cast -> Mul -> Cast`` on dims) folds; computations on real data stay computations.
+_MAX_FOLDED_OTHER = 64
 #: Rounds of infer-then-fold (each round can reveal dims that let later shape chains fold).
-_MAX_ROUNDS = 16
-_SHAPE_OP = getattr(OperationType, "NNRT_SHAPE", None)
+_MAX_ROUNDS = 64
+_SHAPE_OP = OperationType.NNRT_SHAPE
 
 
 def open_inputs(model: Model) -> list[int]:
@@ -120,7 +123,7 @@ def _fold(model: Model) -> tuple[dict[int, Array], set[int]]:
         if any(k in outputs for k in op.outputs) or not all(
                 _foldable_output(operands[k], inferred[k]) for k in op.outputs):
             continue
-        if _SHAPE_OP is not None and op.type == _SHAPE_OP:
+        if op.type == _SHAPE_OP:
             dims = inferred[op.inputs[0]]
             if not dims or not all(d > 0 for d in dims):
                 continue
@@ -141,10 +144,12 @@ def _fold(model: Model) -> tuple[dict[int, Array], set[int]]:
 
 
 def _foldable_output(operand: Operand, inferred: tuple[int, ...]) -> bool:
-    if operand.type not in _SHAPE_TYPES:
+    if is_scalar(operand.type):
+        return True
+    if not inferred or not all(d > 0 for d in inferred):
         return False
-    return is_scalar(operand.type) or (bool(inferred) and all(d > 0 for d in inferred)
-                                       and math.prod(inferred) <= _MAX_FOLDED)
+    limit = _MAX_FOLDED if operand.type in _SHAPE_TYPES else _MAX_FOLDED_OTHER
+    return math.prod(inferred) <= limit
 
 
 def _evaluate(model: Model, index: int, values: dict[int, Array]) -> list[Array] | None:
