@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["InputBinder", "Inputs"]
 
-#: Execution inputs: a sequence in model input order, or a mapping by position or input name.
-Inputs = Sequence[Any] | Mapping[int | str, Any]
+#: Execution inputs: a sequence in model input order, or a mapping by position or input name
+#: (``dict[str, ndarray]`` included: a mapping's key type is invariant, hence three forms).
+Inputs = Sequence[Any] | Mapping[str, Any] | Mapping[int, Any] | Mapping[int | str, Any]
 Array = np.ndarray[Any, Any]
 
 #: The (class, dtype, shape) of a value: an exact input is bound in one comparison of these.
@@ -136,7 +137,7 @@ class InputBinder:
         name = self._slots[position].operand.name
         return repr(name) if name else str(position)
 
-    def _order(self, inputs: Mapping[int | str, Any]) -> list[Any]:
+    def _order(self, inputs: Mapping[Any, Any]) -> list[Any]:
         count = len(self._slots)
         by_position: dict[int, Any] = {}
         for key, value in inputs.items():

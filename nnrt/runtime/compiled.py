@@ -95,9 +95,9 @@ class CompiledModel:
         """For a model whose inputs have unknown dims: its per-shape variants (``shapes``,
         ``prepared``, ``limit``); None for a model of static input shapes.
 
-        Such a model is also compiled as it is on the reference interpreter (when
-        ``reference`` is among the compile's devices): executes with device memories run that
-        way (their shapes change with each execute)."""
+        Such a model is also compiled as it is, on the first of the compile's devices that
+        runs it whole so (the reference interpreter resolves shapes at execution): executes
+        with device memories run that way (their shapes change with each execute)."""
         return self._variants
 
     @property
@@ -156,8 +156,8 @@ class CompiledModel:
                 return await variants.execute(inputs, outputs, timeout, copy)
             if not self._steps:
                 raise BadData("device memories need the model compiled as it is, with its "
-                              "unknown input dims, on the reference driver, which is not "
-                              "among this compile's devices")
+                              "unknown input dims, and none of this compile's devices runs it "
+                              "so (the reference driver does)")
         results = await self._runner.execute(inputs, outputs, timeout, copy)
         return widen(results, self._widened) if self._widened else results
 

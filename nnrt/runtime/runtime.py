@@ -281,6 +281,14 @@ class Runtime:
     async def _compile_whole(self, model: Model, options: dict[str, Any],
                              deadline: float | None, token: bytes | None) -> CompiledModel:
         """Compile ``model`` as it is (its shapes as declared) with checked ``options``."""
+        shared = await self._shared_compilation(model, options, deadline, token)
+        return CompiledModel(self, self._core, model, shared.compilation, options["priority"],
+                             shared)
+
+    async def _shared_compilation(self, model: Model, options: dict[str, Any],
+                                  deadline: float | None, token: bytes | None) -> Shared:
+        """The compilation of ``model`` with ``options``: one held already for an identical
+        compile (its users counted up), or a new one."""
         backend = self._core.require_backend()
         prio, candidates, cache_dir = (options["priority"], options["devices"],
                                        options["cache_dir"])
@@ -291,7 +299,7 @@ class Runtime:
         if shared is not None and shared.model is model and not any(
                 ref.released for ref in shared.compilation.refs):
             shared.users += 1  # compiled before and still held: the workers have it already
-            return CompiledModel(self, self._core, model, shared.compilation, prio, shared)
+            return shared
         directory = None if cache_dir is None else CacheDirectory(cache_dir)
         given = None if token is None else check_token(token, "compile: token")
         placed, derived = await placed_with_token(
@@ -303,7 +311,7 @@ class Runtime:
             if placed.packed is not None:  # an equal model (same cache token) is prepared
                 placed.packed.close()
             shared.users += 1
-            return CompiledModel(self, self._core, model, shared.compilation, prio, shared)
+            return shared
         cache = None if directory is None or app_token is None else (directory, app_token)
         try:
             for memory in placed.memories:
@@ -322,32 +330,33 @@ class Runtime:
         shared = Shared(keys, model, compilation, placed.packed, placed.refs)
         for each in keys:
             self._core.shared[each] = shared
-        return CompiledModel(self, self._core, model, compilation, prio, shared)
+        return shared
 
     async def _compile_per_shape(self, model: Model, options: dict[str, Any],
                                  deadline: float | None, token: bytes | None,
                                  limit: int) -> CompiledModel:
-        """``model`` (inputs of unknown dims) compiled as it is on the reference interpreter
-        (which resolves shapes at execution: what executes with device memories run, when
-        ``reference`` is among the devices) and prepared per input shape on first use
-        with ``options`` (a given ``token`` made distinct per shape). The variants refer to
-        the constants packed for the model as it is: weights are packed once."""
+        """``model`` (inputs of unknown dims) compiled as it is on the first of the devices
+        that runs it whole so (the reference interpreter resolves shapes at execution): what
+        executes with device memories run. Then prepared per input shape on first use with
+        ``options`` (a given ``token`` made distinct per shape); the variants refer to the
+        constants packed for the model as it is: weights are packed once."""
         given = None if token is None else check_token(token, "compile: token")
-        try:
-            if FALLBACK_DRIVER not in options["devices"]:
-                raise Unsupported(f"{FALLBACK_DRIVER} is not among the devices")
-            whole = await self._compile_whole(
-                model, {**options, "devices": [FALLBACK_DRIVER]}, deadline, token)
-        except Unsupported as exc:  # the model as it is runs on the reference interpreter
-            log.info("compile: %s; the model runs per input shape only", exc)
+        shared = None
+        for device in options["devices"]:
+            try:
+                shared = await self._shared_compilation(
+                    model, {**options, "devices": [device], "allow_fallback": False}, deadline,
+                    token)
+                break
+            except Unsupported as exc:
+                log.debug("compile: %s does not run the model as it is (%s)", device, exc)
+        if shared is None:
+            log.info("compile: no device runs the model with its unknown input dims as it is; "
+                     "it runs per input shape only")
             placed = await anyio.to_thread.run_sync(place_constants, model)
             if placed.packed is not None:
                 self._core.packed[placed.packed.id] = placed.packed
             shared = Shared((), model, None, placed.packed, placed.refs)
-            compilation = None
-        else:
-            shared, compilation = whole._shared, whole._shared.compilation
-            whole._finalizer.detach()  # its share passes to the compiled model made here
         packed = shared.constants
         locations = packed_locations(shared.placed, [] if packed is None else [packed])
 
@@ -359,8 +368,8 @@ class Runtime:
                                              variant_token)
 
         variants = ShapeVariants(model, compile_variant, locations, limit)
-        return CompiledModel(self, self._core, model, compilation, options["priority"], shared,
-                             variants)
+        return CompiledModel(self, self._core, model, shared.compilation, options["priority"],
+                             shared, variants)
 
     async def allocate(self, desc: BufferDesc, input_roles: Sequence[BufferRole] = (),
                        output_roles: Sequence[BufferRole] = ()) -> DeviceMemory:

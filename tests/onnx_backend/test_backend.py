@@ -84,6 +84,12 @@ def test_an_int64_input_outside_int32_is_refused() -> None:
         NnrtBackend.prepare(model).run([np.array([1, 2**40], np.int64)])
 
 
+def _tile() -> Any:
+    nodes = [helper.make_node("Tile", ["x", "repeats"], ["y"])]
+    return _model(nodes, [_vi("x", TP.FLOAT, [2, 6]), _vi("repeats", TP.INT64, [2])],
+                  [_vi("y", TP.FLOAT, [None, None])])
+
+
 def _reshape() -> Any:
     nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"])]
     return _model(nodes, [_vi("x", TP.FLOAT, [2, 6]), _vi("shape", TP.INT64, [2])],
@@ -91,25 +97,34 @@ def _reshape() -> Any:
 
 
 def test_inputs_needed_at_import_are_bound_at_run() -> None:
-    model = _reshape()
+    model = _tile()
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
     rep = NnrtBackend.prepare(model)
-    for shape in ([3, 4], [3, 4], [-1, 2]):
-        feeds = {"x": x, "shape": np.array(shape, np.int64)}
+    for repeats in ([1, 2], [1, 2], [3, 1]):
+        feeds = {"x": x, "repeats": np.array(repeats, np.int64)}
         (got,) = rep.run(feeds)
         (want,) = _ort(model, feeds)
         np.testing.assert_array_equal(got, want)
-        assert rep.bound_inputs == ("shape",)
+        assert rep.bound_inputs == ("repeats",)
     assert rep.model is not None
     assert [rep.model.operands[i].name for i in rep.model.inputs] == ["x"]
 
 
+def test_a_runtime_shape_is_an_input_of_the_model() -> None:
+    rep = NnrtBackend.prepare(_reshape())  # Reshape takes its shape at execution
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    for shape in ([3, 4], [-1, 2]):
+        (got,) = rep.run({"x": x, "shape": np.array(shape, np.int64)})
+        np.testing.assert_array_equal(got, x.reshape(shape))
+    assert rep.bound_inputs == ()
+
+
 def test_a_bound_input_must_have_its_declared_type() -> None:
-    rep = NnrtBackend.prepare(_reshape())
+    rep = NnrtBackend.prepare(_tile())
     x = np.zeros((2, 6), np.float32)
-    (y,) = rep.run([x, np.array([4, 3], np.int32)])  # exact integers convert
-    assert y.shape == (4, 3)
-    with pytest.raises(BadData, match="'shape'"):
+    (y,) = rep.run([x, np.array([2, 1], np.int32)])  # exact integers convert
+    assert y.shape == (4, 6)
+    with pytest.raises(BadData, match="'repeats'"):
         rep.run([x, np.array([4.0, 3.5])])
 
 

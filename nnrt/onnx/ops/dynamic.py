@@ -3,7 +3,8 @@
 Where a graph input has unknown dims, ONNX's shape sub-graphs (``Shape -> Gather -> Concat ->
 Reshape``, ``ConstantOfShape``, ``Expand``) cannot fold at import. They become int32 operations
 on the output of com.nnrt.SHAPE (:func:`dims_of`), and the operations that take a shape take it
-as a runtime TENSOR_INT32: RESHAPE (:func:`reshape_to`), FILL (:func:`filled`). What is a
+as a runtime TENSOR_INT32: RESHAPE (:func:`reshape_target`), FILL (:func:`filled`), SLICE
+(:func:`slice_bounds`); the callers move the data (``carried``). What is a
 static dim stays known: a shape value carries a :attr:`~nnrt.onnx.graph.Value.hint` (the static
 dims among its elements), and picking only static elements folds to a constant (:func:`hinted`),
 so a dim that was dynamic is never baked in and a static one never waits for execution.
@@ -20,7 +21,7 @@ from nnrt.model.types import OperationType as Op
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext
 
-__all__ = ["dims_like", "dims_of", "filled", "hinted", "reshape_to", "sliced_at_runtime"]
+__all__ = ["dims_like", "dims_of", "filled", "hinted", "reshape_target", "slice_bounds"]
 
 _I32 = np.dtype(np.int32)
 _I64 = np.dtype(np.int64)
@@ -90,13 +91,13 @@ def _copied_dims(n: NodeContext, x: Value, length: int) -> Value:
     return g.op(Op.MUL, gathered, mask, 0, shape=(length,))
 
 
-def reshape_to(n: NodeContext, x: Value, target: Value, allow_zero: bool) -> Value:
-    """ONNX ``Reshape(x, target)`` for a ``target`` computed at execution: its 0 elements copy
-    ``x``'s dim at the same position (``SELECT(target == 0, Shape(x), target)``) unless
+def reshape_target(n: NodeContext, x: Value, target: Value,
+                   allow_zero: bool) -> tuple[Value, tuple[int, ...]]:
+    """For ONNX ``Reshape(x, target)`` with a ``target`` computed at execution: RESHAPE's
+    int32 shape input and the result's dims (0: known at execution). ``target``'s 0 elements
+    copy ``x``'s dim at the same position (``SELECT(target == 0, Shape(x), target)``) unless
     ``allow_zero``; -1 is inferred by RESHAPE itself, as in ONNX. Elements of the hint give the
     result's static dims."""
-    from nnrt.onnx.ops.shape import carried  # noqa: PLC0415 - shape imports this module
-
     g = n.graph
     if target.rank != 1 or not target.static:
         n.fail(f"input 1 (shape) must be a 1-D tensor of known length, got {list(target.shape)}")
@@ -117,8 +118,7 @@ def reshape_to(n: NodeContext, x: Value, target: Value, allow_zero: bool) -> Val
     if out.count(0) == 1 and hint[out.index(0)] == -1 and x.static:
         known = int(np.prod([d for d in out if d > 0]))
         out[out.index(0)] = int(np.prod(x.shape)) // known if known else 0
-    shape = tuple(out)
-    return carried(n, [x], lambda vs, _: [g.op(Op.RESHAPE, vs[0], dims, shape=shape)])[0]
+    return dims, tuple(out)
 
 
 def _element(n: NodeContext, v: Value, k: int) -> Value:
@@ -148,13 +148,12 @@ def _clamped(n: NodeContext, index: Value, dim: Value) -> Value:
     return g.op(Op.MINIMUM, g.op(Op.MAXIMUM, wrapped, zero, shape=(1,)), dim, shape=(1,))
 
 
-def sliced_at_runtime(n: NodeContext, x: Value, starts: Value, ends: Value,
-                      axes: Sequence[int]) -> Value:
-    """ONNX Slice with unit steps whose starts or ends are known only at execution: each bound
-    wrapped and clamped as ONNX does (int32 operations), sizes ``max(end - start, 0)``, one
-    SLICE with the begin and size vectors assembled from one-hot constants."""
-    from nnrt.onnx.ops.shape import carried  # noqa: PLC0415 - shape imports this module
-
+def slice_bounds(n: NodeContext, x: Value, starts: Value, ends: Value,
+                 axes: Sequence[int]) -> tuple[Value, Value, tuple[int, ...]]:
+    """For ONNX Slice with unit steps whose starts or ends are known only at execution: SLICE's
+    begin and size inputs and the result's dims. Each bound is wrapped and clamped as ONNX does
+    (int32 operations), sizes ``max(end - start, 0)``, the vectors assembled from one-hot
+    constants."""
     g = n.graph
     rank = x.rank
     zero = Value("", _I32, (1,), const=np.zeros(1, np.int32))
@@ -169,9 +168,7 @@ def sliced_at_runtime(n: NodeContext, x: Value, starts: Value, ends: Value,
         hot = Value("", _I32, (rank,), const=np.eye(rank, dtype=np.int32)[axis])
         begin = g.op(Op.ADD, begin, g.op(Op.MUL, hot, first, 0, shape=(rank,)), 0, shape=(rank,))
         size = g.op(Op.ADD, size, g.op(Op.MUL, hot, count, 0, shape=(rank,)), 0, shape=(rank,))
-    out = tuple(0 if a in axes else d for a, d in enumerate(x.shape))
-    return carried(n, [x], lambda vs, _: [g.op(Op.SLICE, vs[0], begin, size, shape=out)],
-                   int_kernels=True)[0]
+    return begin, size, tuple(0 if a in axes else d for a, d in enumerate(x.shape))
 
 
 def dims_like(n: NodeContext, source: Value, target: Sequence[int]) -> Value:

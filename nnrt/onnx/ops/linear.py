@@ -24,6 +24,7 @@ from nnrt.model.types import NNRT_MAX_RANK
 from nnrt.model.types import OperationType as Op
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
+from nnrt.onnx.ops.dynamic import dims_like
 
 __all__ = ["gemm", "known_product", "matmul", "require_float", "reshape", "transpose"]
 
@@ -53,8 +54,6 @@ def reshape(n: NodeContext, x: Value, shape: Sequence[int], like: Value | None =
         n.fail(f"reshaping {list(x.shape)} to {list(dims)} at run time is not supported "
                f"(nnrt's RESHAPE takes rank ≤ {_MAX_RANK})")
     if dims.count(0) > 1 and like is not None and len(dims) <= like.rank:
-        from nnrt.onnx.ops.dynamic import dims_like  # noqa: PLC0415 - dynamic imports shape
-
         return n.graph.op(Op.RESHAPE, x, dims_like(n, like, dims), shape=dims)
     if dims.count(0) > 1:
         n.fail(f"reshaping {list(x.shape)} needs more known dims than {list(dims)}; pass "

@@ -29,7 +29,7 @@ from nnrt.model.types import OperationType as Op
 from nnrt.onnx.dtypes import SMALL_INTS
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
-from nnrt.onnx.ops.dynamic import dims_of, filled, reshape_to
+from nnrt.onnx.ops.dynamic import dims_of, filled, reshape_target
 from nnrt.onnx.ops.elementwise import binary, expand_to
 from nnrt.onnx.smallint import as_int32, retagged
 
@@ -297,7 +297,7 @@ def reshape(n: NodeContext) -> list[Value]:
     x = n.input(0)
     allow_zero = bool(n.attr("allowzero", 0))
     if not n.input(1).known and x.const is None:
-        return [reshape_to(n, x, n.input(1), allow_zero)]
+        return [_reshaped_to(n, x, n.input(1), allow_zero)]
     target = [int(d) for d in n.const_input(1, "shape").reshape(-1)]
     dims = x.const.shape if x.const is not None else x.shape
     if not x.static:
@@ -339,7 +339,7 @@ def _reshaped_dynamic(n: NodeContext, x: Value, target: list[int], allow_zero: b
             n.fail(f"shape {target} is not a valid target")
         out.append(d)
     if out.count(-1) > 1:
-        return reshape_to(n, x, n.graph.const(np.asarray(target, np.int64)), allow_zero)
+        return _reshaped_to(n, x, n.graph.const(np.asarray(target, np.int64)), allow_zero)
     if 0 in out:  # allowzero: an empty result, which NNAPI's RESHAPE cannot make
         n.fail(f"shape {target} with allowzero makes an empty tensor")
     return reshaped(n, x, [0 if d == -1 else d for d in out])
@@ -450,3 +450,9 @@ def _expanded_dynamic(n: NodeContext, x: Value, target: Value) -> Value:
     y = binary(n, Op.MUL, x, ones)
     return Value(y.name, dtype, out if not y.shape or 0 in y.shape else y.shape,
                  tensor=y.tensor)
+
+
+def _reshaped_to(n: NodeContext, x: Value, target: Value, allow_zero: bool) -> Value:
+    """``x`` reshaped to ``target``, a shape computed at execution (ONNX Reshape semantics)."""
+    dims, out = reshape_target(n, x, target, allow_zero)
+    return carried(n, [x], lambda vs, _: [n.graph.op(Op.RESHAPE, vs[0], dims, shape=out)])[0]

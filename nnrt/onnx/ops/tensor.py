@@ -8,7 +8,7 @@ operations:
 * Split: SPLIT for equal parts, else one SLICE per part. Slice: SLICE for unit steps, else
   STRIDED_SLICE; on dynamic axes STRIDED_SLICE with the bounds as given (its clamping is
   ONNX's, but for a negative start with a negative step, which is reported); runtime starts /
-  ends: :func:`~nnrt.onnx.ops.dynamic.sliced_at_runtime`.
+  ends: :func:`~nnrt.onnx.ops.dynamic.slice_bounds`.
 * Gather: GATHER; runtime indices are first wrapped exactly (``i < 0 ? i + dim : i``).
   GatherND: the extension operation com.nnrt.GATHER_ND.
 * Pad: PAD (pad value +0) or PAD_V2, after a SLICE for negative pads; reflect: MIRROR_PAD; edge,
@@ -32,7 +32,7 @@ from nnrt.model.types import OperationType as Op
 from nnrt.onnx.errors import NeedsConstant
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
-from nnrt.onnx.ops.dynamic import hinted, sliced_at_runtime
+from nnrt.onnx.ops.dynamic import hinted, slice_bounds
 from nnrt.onnx.ops.shape import carried, normalized_axes, reshaped, shape_of
 
 Array = np.ndarray[Any, Any]
@@ -247,7 +247,9 @@ def _slice_at_runtime(n: NodeContext, x: Value) -> Value:
     if len(axes) != count or steps != [1] * count:
         raise NeedsConstant(f"inputs 1 and 2 (starts, ends) must be known at import time with "
                             f"steps other than 1 (got axes {axes}, steps {steps})")
-    return sliced_at_runtime(n, x, n.input(1), n.input(2), axes)
+    begin, size, out = slice_bounds(n, x, n.input(1), n.input(2), axes)
+    return carried(n, [x], lambda vs, _: [n.graph.op(Op.SLICE, vs[0], begin, size, shape=out)],
+                   int_kernels=True)[0]
 
 
 def _slice_dynamic(n: NodeContext, x: Value, spec: dict[int, tuple[int, int, int]]) -> Value:
