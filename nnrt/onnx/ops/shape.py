@@ -349,13 +349,19 @@ def _reshaped_dynamic(n: NodeContext, x: Value, target: list[int], allow_zero: b
 def flatten(n: NodeContext) -> list[Value]:
     """Flatten to 2-D around ``axis`` (default 1; negative from opset 11)."""
     x = n.input(0)
-    dims = shape_of(n, x)
+    dims = tuple(x.const.shape) if x.const is not None else x.shape
     axis = int(n.attr("axis", 1))
     if not -len(dims) <= axis <= len(dims):
         n.fail(f"axis {axis} is out of range for rank {len(dims)}")
     if axis < 0:
         axis += len(dims)
-    return [reshaped(n, x, (math.prod(dims[:axis]), math.prod(dims[axis:])))]
+    halves = [dims[:axis], dims[axis:]]
+    if x.const is None and all(0 in half for half in halves):
+        n.fail(f"flattening {list(dims)} at axis {axis} needs the dims on one side known; "
+               "pass input_shapes= to nnrt.onnx.load")
+    # a side holding a dynamic dim is 0 (unknown): RESHAPE infers it from the other
+    return [reshaped(n, x, tuple(0 if x.const is None and 0 in half else math.prod(half)
+                                 for half in halves))]
 
 
 @converter("Squeeze")

@@ -252,3 +252,13 @@ def test_a_negative_start_with_a_negative_step_on_a_dynamic_axis_is_refused() ->
                             input_shapes={"x": [1, 3, 2, 4]})
     x = _RNG.standard_normal((1, 3, 2, 4)).astype(np.float32)
     np.testing.assert_array_equal(nnrt.reference.run(pinned, [x])[0], x[..., ::-1])
+
+
+def test_flatten_with_a_dynamic_batch_keeps_it_dynamic() -> None:
+    proto = _model([helper.make_node("Flatten", ["x"], ["y"], axis=1)],
+                   [_x(dims=("N", 4, 1, 2))], ["y"])
+    _same_as_ort(proto, _images((1, 4, 1, 2), (3, 4, 1, 2)))
+    both = _model([helper.make_node("Flatten", ["x"], ["y"], axis=1)], [_x(dims=("N", "C"))],
+                  ["y"])
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="needs the dims on one side"):
+        nnrt.onnx.load(both)
