@@ -52,6 +52,7 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnrt.cli.run import load_model_file, parse_shapes  # noqa: PLC0415
     from nnrt.errors import NnrtError  # noqa: PLC0415
     from nnrt.hal.discovery import default_drivers  # noqa: PLC0415
+    from nnrt.runtime.compile.specialize import open_inputs  # noqa: PLC0415
 
     try:
         try:
@@ -86,6 +87,10 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for line in describe_model(model):
             print(line, file=out)
         if report is not None:
+            if open_inputs(model):
+                print("  inputs of unknown dims: the runtime prepares a static variant per "
+                      "input shape; below, the model as it is (--input-shape NAME=DIMS shows "
+                      "one shape's placement)", file=out)
             for line in describe_placement(model, report, operations=args.operations):
                 print(line, file=out)
     except (NnrtError, OSError, ImportError) as exc:
@@ -106,8 +111,10 @@ async def _place(model: Model, drivers: Sequence[str]) -> PlacementReport:
 
 def model_json(source: str, model: Model, report: PlacementReport | None) -> dict[str, Any]:
     """What ``nnrt inspect --json`` prints: the model's inputs and outputs, operation counts,
-    and (when placed) its steps and every operation's driver and reasons."""
+    whether the runtime prepares it per input shape (inputs of unknown dims), and (when
+    placed) its steps and every operation's driver and reasons."""
     from nnrt.model.operation import operation_name  # noqa: PLC0415
+    from nnrt.runtime.compile.specialize import open_inputs  # noqa: PLC0415
 
     def tensor(info: Any) -> dict[str, Any]:
         return {"name": info.name, "shape": None if info.shape is None else list(info.shape),
@@ -119,6 +126,7 @@ def model_json(source: str, model: Model, report: PlacementReport | None) -> dic
         "outputs": [tensor(o) for o in model.output_info],
         "operations": dict(Counter(operation_name(op.type) for op in model.operations)),
         "extensions": sorted(model.extensions),
+        "prepared_per_shape": bool(open_inputs(model)),
     }
     if report is not None:
         found["steps"] = [{"index": s.index, "driver": s.driver, "source": s.source,
