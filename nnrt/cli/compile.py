@@ -28,6 +28,7 @@ def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: s
     from nnrt.hal.plugin import PluginDriver  # noqa: PLC0415
     from nnrt.runtime.compile.aot import compile_ahead  # noqa: PLC0415
     from nnrt.runtime.compile.partitioner import STEP_COST  # noqa: PLC0415
+    from nnrt.runtime.compile.specialize import open_inputs  # noqa: PLC0415
 
     model = load_model_file(source, input_shapes, quiet=quiet)
     if drivers is None:
@@ -63,6 +64,10 @@ def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: s
                  f"({covered} of {len(model.operations)} operations) for "
                  f"{', '.join(sorted({r.driver for r in aot.dispatches})) or 'no driver'}; "
                  "the rest runs on the fallback at run time\n")
+    if open_inputs(model):
+        stream.write(f"{target}: its inputs have unknown dims, which the compiling drivers "
+                     "need known: the runtime prepares it per input shape when it runs "
+                     "(--input-shape NAME=DIMS compiles one shape ahead of time)\n")
     return 0
 
 

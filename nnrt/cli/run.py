@@ -110,9 +110,11 @@ def load_model_file(path: str | os.PathLike[str],
 
 
 def model_inputs(model: Model, given: Mapping[str, Array], *, random: bool,
-                 seed: int = 0) -> list[Array]:
-    """The model's inputs in order: from ``given`` by name, else random data of the declared
-    shape when ``random``; ``BadData`` naming the missing or unknown ones otherwise."""
+                 seed: int = 0, shapes: Mapping[str, Sequence[int]] | None = None
+                 ) -> list[Array]:
+    """The model's inputs in order: from ``given`` by name, else random data when ``random``
+    — of the declared shape, or of the one in ``shapes`` (which must fit it: an input of
+    unknown dims); ``BadData`` naming the missing or unknown ones otherwise."""
     from nnrt.model.operand import dtype_of  # noqa: PLC0415
 
     operands = [model.operands[i] for i in model.inputs]
@@ -135,14 +137,22 @@ def model_inputs(model: Model, given: Mapping[str, Array], *, random: bool,
             missing = [n for n in names if n not in given]
             raise BadData(f"missing inputs {missing}: give --input NAME=FILE.npy for each, or "
                           f"--random-inputs (inputs: {described})")
-        if not operand.dims or not all(d > 0 for d in operand.dims):
+        dims = operand.dims
+        if shapes and name in shapes:
+            wanted = tuple(int(d) for d in shapes[name])
+            if (dims and len(wanted) != len(dims)) or any(
+                    d and d != w for d, w in zip(dims, wanted, strict=False)):
+                raise BadData(f"--input-shape {name}={'x'.join(map(str, wanted))} does not fit "
+                              f"the input's dims ({operand.describe()})")
+            dims = wanted
+        if not dims or not all(d > 0 for d in dims):
             raise BadData(f"input {name!r} ({operand.describe()}) has unknown dims: give it "
-                          "with --input (or fix them with --input-shape)")
+                          "with --input (or its shape with --input-shape)")
         dtype = dtype_of(operand.type)
         if dtype.kind == "f":
-            arrays.append(rng.standard_normal(operand.dims).astype(dtype))
+            arrays.append(rng.standard_normal(dims).astype(dtype))
         else:
-            arrays.append(np.zeros(operand.dims, dtype))
+            arrays.append(np.zeros(dims, dtype))
     return arrays
 
 
@@ -255,9 +265,13 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         shapes = parse_shapes(args.input_shape)
         if Path(args.model).suffix.lower() == ".onnx":
             for name, arr in given.items():
-                shapes.setdefault(name, list(arr.shape))
-        model = load_model_file(args.model, shapes, quiet=getattr(args, "quiet", False))
-        arrays = model_inputs(model, given, random=args.random_inputs)
+                shapes.setdefault(name, list(arr.shape))  # fixes what it gives
+        onnx_file = Path(args.model).suffix.lower() == ".onnx"
+        model = load_model_file(args.model, shapes if onnx_file else None,
+                                quiet=getattr(args, "quiet", False))
+        # an .onnx model is imported at those shapes; a .nnrt one gets inputs of them
+        arrays = model_inputs(model, given, random=args.random_inputs,
+                              shapes=None if onnx_file else shapes)
         drivers = args.driver or default_drivers()
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # shown (stderr), never raised

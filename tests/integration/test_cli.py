@@ -289,3 +289,15 @@ def test_run_prints_json() -> None:
     assert result["outputs"][0]["name"] == "output" and result["outputs"][0]["shape"] == [2, 10]
     assert result["bench"]["runs"] == 5 and result["bench"]["p50_ms"] > 0
     assert result["operations"] == 29 and result["steps"] >= 1
+
+
+def test_a_model_file_with_dynamic_dims_runs_at_the_shapes_given(tmp_path: Path) -> None:
+    model = str(Path(__file__).resolve().parents[2] / "examples" / "models" / "cnn.onnx")
+    target = str(tmp_path / "cnn.nnrt")
+    compiled = _nnrt("compile", model, "-o", target)
+    assert compiled.returncode == 0 and "prepares it per input shape" in compiled.stderr + \
+        compiled.stdout
+    ran = _nnrt("run", target, "--input-shape", "x=2x3x32x32", "--random-inputs")
+    assert ran.returncode == 0 and "float32 [2, 10]" in ran.stdout, ran.stderr
+    bad = _nnrt("run", target, "--input-shape", "x=2x3x31x32", "--random-inputs")
+    assert bad.returncode == 1 and "does not fit the input's dims" in bad.stderr
