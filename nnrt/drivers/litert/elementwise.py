@@ -1,15 +1,16 @@
 """Writing the element-wise operations, and the chains of them written as one builtin.
 
-Arithmetic (with its fused activation), MAXIMUM / MINIMUM, POW, EQUAL, SELECT, the activations,
-SQRT and CAST map one to one onto TFLite builtins with NNAPI's (numpy's) broadcasting.
+Arithmetic (with its fused activation), MAXIMUM / MINIMUM, POW, the comparisons (EQUAL,
+NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL), SELECT, the activations, SQRT and CAST map
+one to one onto TFLite builtins with NNAPI's (numpy's) broadcasting.
 Each computes in whatever layout its inputs have: in NHWC when one input is held in NHWC (an
 NCHW region) and the others are too or are constants (permuted once here), so a region does not
 leave NHWC for them. TENSOR_FLOAT16 is computed in float32, but a CAST to or from it goes
 through a FLOAT16 tensor (TFLite's CAST rounds as numpy does, to nearest even, overflowing to
-inf) and EQUAL compares float16 values (:meth:`.Writer.as_float16`). MAXIMUM / MINIMUM write
-their constant input first (see :mod:`.support`: a NaN in the other input then propagates as
-NNAPI specifies). GELU (at its ERF), HARD_SWISH (at its ``x + 3``) and SOFTMAX (at its EXP)
-replace the chains :mod:`.patterns` finds.
+inf) and the comparisons compare float16 values (:meth:`.Writer.as_float16`). MAXIMUM /
+MINIMUM write their constant input first (see :mod:`.support`: a NaN in the other input then
+propagates as NNAPI specifies). GELU (at its ERF), HARD_SWISH (at its ``x + 3``) and SOFTMAX
+(at its EXP) replace the chains :mod:`.patterns` finds.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from nnrt.errors import OpFailed
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import OperationContext
 
-__all__ = ["BUILTINS", "WRITERS"]
+__all__ = ["BUILTINS", "COMPARISONS", "WRITERS"]
 
 Op = OperationType
 T = OperandType
@@ -81,6 +82,16 @@ _FORMS: dict[OperationType, _Form] = {
                                         fb.BuiltinOptions.MaximumMinimumOptions), (0, 1)),
     Op.POW: _Form(B.POW, _plain(fb.PowOptionsT, fb.BuiltinOptions.PowOptions), (0, 1)),
     Op.EQUAL: _Form(B.EQUAL, _plain(fb.EqualOptionsT, fb.BuiltinOptions.EqualOptions), (0, 1)),
+    Op.NOT_EQUAL: _Form(B.NOT_EQUAL, _plain(fb.NotEqualOptionsT,
+                                            fb.BuiltinOptions.NotEqualOptions), (0, 1)),
+    Op.LESS: _Form(B.LESS, _plain(fb.LessOptionsT, fb.BuiltinOptions.LessOptions), (0, 1)),
+    Op.LESS_EQUAL: _Form(B.LESS_EQUAL, _plain(fb.LessEqualOptionsT,
+                                              fb.BuiltinOptions.LessEqualOptions), (0, 1)),
+    Op.GREATER: _Form(B.GREATER, _plain(fb.GreaterOptionsT, fb.BuiltinOptions.GreaterOptions),
+                      (0, 1)),
+    Op.GREATER_EQUAL: _Form(B.GREATER_EQUAL, _plain(fb.GreaterEqualOptionsT,
+                                                    fb.BuiltinOptions.GreaterEqualOptions),
+                            (0, 1)),
     Op.SELECT: _Form(B.SELECT, _plain(fb.SelectOptionsT, fb.BuiltinOptions.SelectOptions),
                      (0, 1, 2)),
     Op.RELU: _Form(B.RELU, _plain(None)), Op.RELU1: _Form(B.RELU_N1_TO_1, _plain(None)),
@@ -88,6 +99,11 @@ _FORMS: dict[OperationType, _Form] = {
     Op.TANH: _Form(B.TANH, _plain(None)), Op.SQRT: _Form(B.SQRT, _plain(None)),
     Op.CAST: _Form(B.CAST, _cast),
 }
+
+
+#: The comparisons, all written alike (their float16 inputs rounded to float16).
+COMPARISONS = frozenset({Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL, Op.GREATER,
+                         Op.GREATER_EQUAL})
 
 
 def _slots(ctx: OperationContext, form: _Form) -> tuple[int, ...]:
@@ -111,7 +127,7 @@ def write_elementwise(writer: Writer, ctx: OperationContext) -> None:
     data = [op.inputs[slot] for slot in _slots(ctx, form)]
     nhwc = writer.in_nhwc(data, output)
     inputs = [writer.nhwc_tensor(k) if nhwc else writer.tensor(k) for k in data]
-    if op.type == Op.EQUAL:  # compares the float16 values NNAPI's tensors hold
+    if op.type in COMPARISONS:  # compares the float16 values NNAPI's tensors hold
         inputs = [writer.as_float16(k, tensor) for k, tensor in zip(data, inputs, strict=True)]
     elif op.type == Op.CAST and T.TENSOR_FLOAT16 in (ctx.input_type(0), ctx.output_type(0)):
         inputs = [writer.cast(inputs[0], fb.TensorType.FLOAT16)]  # float16's rounding, range

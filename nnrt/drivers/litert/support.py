@@ -5,15 +5,16 @@ its tensors are of static shape and rank 1 to 6 (every selected builtin was run 
 ranks 5 and 6 against the reference: the element-wise, data-moving, reduction, SOFTMAX and
 BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules), of a type TFLite has for
 that builtin (TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic,
-MAXIMUM / MINIMUM, comparisons, SELECT, CAST and the data-moving operations; TENSOR_BOOL8 for
-comparisons and SELECT), every parameter is a constant, and the parameters have a TFLite
+MAXIMUM / MINIMUM, comparisons, SELECT, CAST, FILL and the data-moving operations;
+TENSOR_BOOL8 for EQUAL, NOT_EQUAL and SELECT), every parameter is a constant (STRIDED_SLICE's
+begin, end and strides and FILL's dims included), and the parameters have a TFLite
 equivalent:
 
 * TENSOR_FLOAT16 is computed in float32, which NNAPI allows (float16 operations may be
   computed at float16 precision or better): constants converted once at compile time, inputs
   and outputs converted at the partition's edges (:mod:`.dispatch`), the values in between
   unrounded — except where an operation's result would show more than a float16 holds: a CAST
-  to or from TENSOR_FLOAT16 and an EQUAL of float16 tensors read their input rounded to
+  to or from TENSOR_FLOAT16 and a comparison of float16 tensors read their input rounded to
   float16 (TFLite's CAST through a FLOAT16 tensor, exact: :mod:`.elementwise`). Relaxed
   models (float32 that may be computed in float16) are computed in float32. An operation
   mixing float16 and float32 tensors (NNAPI's validation refuses it; CAST converts) is not
@@ -28,6 +29,8 @@ equivalent:
 * MAXIMUM / MINIMUM of floats with a constant input free of NaN: TFLite's kernels return
   their second input when the comparison fails, so the constant is written first and a NaN in
   the other input propagates, as NNAPI specifies (two tensors could drop a NaN);
+* no LESS, LESS_EQUAL, GREATER or GREATER_EQUAL of TENSOR_BOOL8 (TFLite's kernels have no
+  BOOL inputs);
 * no integer DIV (NNAPI floors, TFLite truncates) and no CAST from float to int (TFLite's is
   undefined out of range and for NaN, nnrt saturates);
 * com.nnrt.ERF only inside a GELU, EXP only inside a softmax over the last axis
@@ -73,25 +76,30 @@ SELECTED = frozenset({
     Op.NNRT_LAYER_NORMALIZATION, Op.NNRT_ERF, Op.MAXIMUM, Op.MINIMUM,
     Op.RESIZE_NEAREST_NEIGHBOR, Op.TRANSPOSE_CONV_2D, Op.REDUCE_SUM, Op.REDUCE_MAX, Op.SQRT,
     Op.EXP, Op.EXPAND_DIMS, Op.SQUEEZE, Op.EQUAL, Op.SELECT, Op.SLICE, Op.POW, Op.GATHER,
-    Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM,
+    Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.NOT_EQUAL, Op.LESS,
+    Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL,
 })
 #: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
 #: better), converted at the partition's edges (:mod:`.dispatch`).
 _FLOAT = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
 _NUMBERS = _FLOAT | {T.TENSOR_INT32}
 _WITH_BOOL = _NUMBERS | {T.TENSOR_BOOL8}
+_COMPARISONS = (Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL)
+#: The comparisons TFLite has no BOOL kernel for (NNAPI orders false < true).
+_ORDERINGS = frozenset({Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL})
 #: The tensor types of the operations taking more than float tensors (inputs and outputs).
 _TENSOR_TYPES: dict[OperationType, frozenset[OperandType]] = {
     **dict.fromkeys((Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MAXIMUM, Op.MINIMUM, Op.RESHAPE,
                      Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE, Op.CONCATENATION, Op.SLICE,
-                     Op.GATHER, Op.MIRROR_PAD, Op.CAST), _NUMBERS),
-    Op.EQUAL: _WITH_BOOL, Op.SELECT: _WITH_BOOL,
+                     Op.GATHER, Op.MIRROR_PAD, Op.CAST, Op.FILL), _NUMBERS),
+    **dict.fromkeys(_COMPARISONS, _WITH_BOOL), Op.SELECT: _WITH_BOOL,
 }
 #: (operation, input slot) of TENSOR_INT32 parameters (constants): shapes, axes, paddings.
 _INT32_PARAMETERS = frozenset({
     (Op.RESHAPE, 1), (Op.MEAN, 1), (Op.REDUCE_SUM, 1), (Op.REDUCE_MAX, 1), (Op.TRANSPOSE, 1),
     (Op.SQUEEZE, 1), (Op.SLICE, 1), (Op.SLICE, 2), (Op.MIRROR_PAD, 1),
-    (Op.TRANSPOSE_CONV_2D, 3),
+    (Op.TRANSPOSE_CONV_2D, 3), (Op.STRIDED_SLICE, 1), (Op.STRIDED_SLICE, 2),
+    (Op.STRIDED_SLICE, 3), (Op.FILL, 0),
 })
 #: Scalar parameters, always constants.
 _SCALAR_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL)
@@ -226,6 +234,13 @@ def _cast(model: Model, ctx: OperationContext) -> str | None:
     return None
 
 
+def _ordering(model: Model, ctx: OperationContext) -> str | None:
+    if ctx.input_type(0) == T.TENSOR_BOOL8:
+        return (f"{operation_name(ctx.operation.type)} of TENSOR_BOOL8 (TFLite's kernel has no "
+                "BOOL inputs; NNAPI orders false < true)")
+    return None
+
+
 def _lstm(model: Model, ctx: OperationContext) -> str | None:
     code = int(ctx.scalar(20))
     if code not in _LSTM_ACTIVATIONS:
@@ -241,4 +256,5 @@ _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
     **dict.fromkeys((Op.MEAN, Op.REDUCE_SUM, Op.REDUCE_MAX), _reduction),
     Op.MAXIMUM: _max_min, Op.MINIMUM: _max_min, Op.DIV: _div, Op.CAST: _cast,
     Op.UNIDIRECTIONAL_SEQUENCE_LSTM: _lstm,
+    **dict.fromkeys(_ORDERINGS, _ordering),
 }

@@ -1,11 +1,19 @@
-"""Writing the operations that move data: reshapes, TRANSPOSE, CONCATENATION, SLICE, GATHER,
-MIRROR_PAD.
+"""Writing the operations that move or make data: reshapes, TRANSPOSE, CONCATENATION, SLICE,
+STRIDED_SLICE, GATHER, MIRROR_PAD, FILL.
 
 RESHAPE, SQUEEZE and EXPAND_DIMS all become a RESHAPE to the output shape resolved at compile
 time (no -1, no negative axes left for TFLite to read differently). CONCATENATION of tensors
 held in NHWC (an NCHW region) concatenates them there, along the permuted axis. SLICE takes
 its resolved size, GATHER and CONCATENATION their axis made non-negative; MIRROR_PAD's mode 0
 is TFLite's REFLECT and 1 its SYMMETRIC.
+
+STRIDED_SLICE is written with the ranges NNAPI's rules resolve at compile time (the reference's
+own :meth:`~nnrt.ops.slicing.StridedSlice.ranges`: masks applied, indices clamped): a begin in
+range, an end one step past the last element taken (the end mask where a negative stride ends
+before element 0, which TFLite would read as -1 from the end), no begin mask, and NNAPI's
+shrink mask — except when every dimension is shrunk, where NNAPI gives shape [1] and TFLite a
+scalar: the last dimension (one element) is then kept, not shrunk. FILL takes its constant
+dims and its scalar value as a 0-d tensor of the output's type.
 """
 
 from __future__ import annotations
@@ -15,9 +23,10 @@ from collections.abc import Callable
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
-from nnrt.drivers.litert.writer import TO_NHWC, Writer
+from nnrt.drivers.litert.writer import TENSOR_TYPES, TO_NHWC, Writer
 from nnrt.model.types import OperationType
 from nnrt.ops._framework.context import OperationContext
+from nnrt.ops.slicing import StridedSlice
 
 __all__ = ["BUILTINS", "WRITERS"]
 
@@ -77,6 +86,35 @@ def write_slice(writer: Writer, ctx: OperationContext) -> None:
                     fb.SliceOptionsT())
 
 
+def write_strided_slice(writer: Writer, ctx: OperationContext) -> None:
+    """STRIDED_SLICE over the resolved ranges: begin, end one step past the last element,
+    NNAPI's strides and shrink mask (all but the last dimension when every one is shrunk)."""
+    op, index = ctx.operation, ctx.index
+    ranges, _ = StridedSlice.ranges(ctx)
+    shrink = int(ctx.scalar(StridedSlice.SHRINK_AXIS_MASK)) & ((1 << len(ranges)) - 1)
+    if shrink == (1 << len(ranges)) - 1:  # NNAPI keeps shape [1], TFLite would make a scalar
+        shrink &= ~(1 << (len(ranges) - 1))
+    end_mask = 0
+    begin, end, strides = [], [], []
+    for i, (start, stride, count) in enumerate(ranges):
+        stop = start + stride * (count - 1) + (1 if stride > 0 else -1)
+        if stop < 0:  # before element 0: -1 would count from the end
+            end_mask |= 1 << i
+            stop = 0
+        begin.append(start)
+        end.append(stop)
+        strides.append(stride)
+    options = fb.StridedSliceOptionsT()
+    options.beginMask, options.endMask, options.shrinkAxisMask = 0, end_mask, shrink
+    options.ellipsisMask = options.newAxisMask = 0
+    options.offset = False
+    inputs = [writer.tensor(op.inputs[0]),
+              *(writer.constant(f"{name}_{index}", np.asarray(values, np.int32))
+                for name, values in (("begin", begin), ("end", end), ("strides", strides)))]
+    writer.operator(B.STRIDED_SLICE, inputs, [writer.tensor(op.outputs[0])],
+                    fb.BuiltinOptions.StridedSliceOptions, options)
+
+
 def write_gather(writer: Writer, ctx: OperationContext) -> None:
     """GATHER (input, axis, indices) as TFLite's GATHER (params, indices) with the axis."""
     op = ctx.operation
@@ -96,11 +134,23 @@ def write_mirror_pad(writer: Writer, ctx: OperationContext) -> None:
                     [writer.tensor(op.outputs[0])], fb.BuiltinOptions.MirrorPadOptions, options)
 
 
+def write_fill(writer: Writer, ctx: OperationContext) -> None:
+    """FILL of the constant dims with the scalar value (of the output's type)."""
+    op, index = ctx.operation, ctx.index
+    output = op.outputs[0]
+    _, dtype = TENSOR_TYPES[writer.model.operands[output].type]
+    dims = writer.constant(f"dims_{index}", np.asarray(ctx.constant(0), np.int32).reshape(-1))
+    value = writer.constant(f"value_{index}", np.asarray(ctx.scalar(1), dtype))
+    writer.operator(B.FILL, [dims, value], [writer.tensor(output)],
+                    fb.BuiltinOptions.FillOptions, fb.FillOptionsT())
+
+
 WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
     Op.RESHAPE: write_reshape, Op.SQUEEZE: write_reshape, Op.EXPAND_DIMS: write_reshape,
     Op.TRANSPOSE: write_transpose, Op.CONCATENATION: write_concatenation,
-    Op.SLICE: write_slice, Op.GATHER: write_gather, Op.MIRROR_PAD: write_mirror_pad,
+    Op.SLICE: write_slice, Op.STRIDED_SLICE: write_strided_slice, Op.GATHER: write_gather,
+    Op.MIRROR_PAD: write_mirror_pad, Op.FILL: write_fill,
 }
 #: Every builtin these writers write.
-BUILTINS = frozenset({B.RESHAPE, B.TRANSPOSE, B.CONCATENATION, B.SLICE, B.GATHER,
-                      B.MIRROR_PAD})
+BUILTINS = frozenset({B.RESHAPE, B.TRANSPOSE, B.CONCATENATION, B.SLICE, B.STRIDED_SLICE,
+                      B.GATHER, B.MIRROR_PAD, B.FILL})

@@ -185,7 +185,7 @@ class Writer:
         """``tensor`` (of TENSOR_FLOAT16 operand ``index``) holding float16 values only: itself
         for a partition input or a constant, else (a value computed in float32) rounded by a
         CAST to FLOAT16 and back, once per tensor; for the operations whose result a value
-        float16 cannot hold would change beyond float16's rounding (EQUAL, CAST)."""
+        float16 cannot hold would change beyond float16's rounding (comparisons, CAST)."""
         if (self.model.operands[index].type != T.TENSOR_FLOAT16 or index in self.model.inputs
                 or self.model.constant_value(index) is not None):
             return tensor
