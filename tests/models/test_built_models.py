@@ -1,5 +1,6 @@
 """Structurally realistic models built in the tests (:mod:`builders`): a transformer encoder block
-and a ResNet-style CNN, serialized to bytes, imported at fixed batch (and sequence) sizes, run
+and a ResNet-style CNN, serialized to bytes, imported at fixed batch (and sequence) sizes or with
+them dynamic, run
 through the runtime on the ``cpu`` driver (the reference driver takes what it does not) and by
 ``nnrt.reference.run``, against onnxruntime."""
 
@@ -77,9 +78,23 @@ def test_the_shape_subgraph_folds_away() -> None:
     assert not names & {"SHAPE", "GATHER", "CONCATENATION", "EXPAND_DIMS"}, names
 
 
-def test_a_dynamic_batch_needs_input_shapes() -> None:
-    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="input_shapes"):
-        nnrt.onnx.load(resnet_cnn())
+async def test_a_dynamic_batch_and_sequence_stay_dynamic_and_run_at_every_size() -> None:
+    """Imported without input_shapes, each model serves several batch (and sequence) sizes
+    from one compiled model, a variant per shape."""
+    for build, shapes in ((lambda: resnet_cnn(seed=6), [(1, 3, 32, 32), (3, 3, 32, 32)]),
+                          (lambda: transformer_block(d=64, heads=4, seed=7),
+                           [(1, 16, 64), (2, 24, 64)])):
+        data = build().SerializeToString()
+        model = nnrt.onnx.load(data)
+        assert model.input_info[0].shape[0] is None
+        session = ort_session(data)
+        async with nnrt.Runtime(drivers=["cpu", "reference"], workers=1) as rt:
+            compiled = await rt.compile(model)
+            for shape in shapes:
+                x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+                (got,) = await compiled.execute({"x": x})
+                assert_close(got, session.run(None, {"x": x})[0], f"at {shape}")
+            assert compiled.variants is not None and compiled.variants.prepared == 2
 
 
 def test_a_batch_that_contradicts_the_model_is_refused() -> None:
