@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from nnrt.errors import BadData
-from nnrt.model.model import Model, refine_dims, rename_operand, set_io_dtype
-from nnrt.model.operand import FLOAT_TENSOR_TYPES
+from nnrt.model.model import Model, name_dims, refine_dims, rename_operand, set_io_dtype
+from nnrt.model.operand import FLOAT_TENSOR_TYPES, is_scalar
 from nnrt.model.types import FusedActivation, OperandType, OperationType, PaddingCode
 
 __all__ = ["ModelBuilder", "Omitted", "Tensor"]
@@ -73,17 +73,36 @@ class ModelBuilder:
 
     # -- operands ---------------------------------------------------------------------------
 
-    def input(self, name: str, shape: Sequence[int], dtype: str | OperandType = "float32", *,
-              scale: float = 0.0, zero_point: int = 0) -> Tensor:
-        """Declare the next model input (0 in ``shape`` = unknown dimension). ``"int64"``
-        declares a TENSOR_INT32 input that callers feed int64 data (``io_dtype``)."""
+    def input(self, name: str, shape: Sequence[int | str], dtype: str | OperandType = "float32",
+              *, scale: float = 0.0, zero_point: int = 0) -> Tensor:
+        """Declare the next model input: 0 in ``shape`` is an unknown dimension, a string an
+        unknown one with that name (``("batch", 3, 32, 32)``). ``"int64"`` declares a
+        TENSOR_INT32 input that callers feed int64 data (``io_dtype``)."""
         io_dtype = "int64" if isinstance(dtype, str | np.dtype) and np.dtype(
             dtype) == np.int64 else None
         op_type = T.TENSOR_INT32 if io_dtype else _operand_type(dtype)
-        index = self.model.add_operand(op_type, tuple(shape), scale, zero_point, name=name,
+        dims = tuple(0 if isinstance(d, str) else d for d in shape)
+        index = self.model.add_operand(op_type, dims, scale, zero_point, name=name,
                                        io_dtype=io_dtype)
+        if any(isinstance(d, str) for d in shape):
+            name_dims(self.model, index, [d if isinstance(d, str) else None for d in shape])
         self._inputs.append(index)
-        return Tensor(index, op_type, tuple(shape))
+        return Tensor(index, op_type, dims)
+
+    def name_dims(self, tensor: Tensor, names: Sequence[str | None]) -> None:
+        """Name ``tensor``'s unknown dims (``names``: one per dim; a name given for a known dim,
+        or a count that does not match its rank, is ignored). A tensor of unknown rank is
+        declared of rank ``len(names)`` (checked when the model is built)."""
+        operand = self.model.operands[tensor.index]
+        dims = operand.dims
+        if not dims and names and not is_scalar(operand.type):
+            dims = (0,) * len(names)
+            refine_dims(self.model, tensor.index, dims)
+        if len(names) != len(dims):
+            return
+        kept = [n if n and not d else None for n, d in zip(names, dims, strict=True)]
+        if any(kept):
+            name_dims(self.model, tensor.index, kept)
 
     def constant(self, value: Any, dtype: str | OperandType | None = None, *,
                  scale: float = 0.0, zero_point: int = 0) -> Tensor:

@@ -419,6 +419,35 @@ def set_io_dtype(model: Model, index: int, io_dtype: str | None) -> None:
     model._update(index, io_dtype=io_dtype)
 
 
+def name_dims(model: Model, index: int, names: Sequence[str | None]) -> None:
+    """Name the unknown dims of a not-yet-finished operand (``Operand.dim_names``): one entry
+    per dim, None for a known or unnamed one."""
+    operand = model._operands[index]
+    checked = check_dim_names(names, operand.dims, f"operand {index}: dim_names")
+    model._update(index, dim_names=checked)
+
+
+def check_dim_names(names: Sequence[Any], dims: tuple[int, ...],
+                    where: str) -> tuple[str | None, ...] | None:
+    """``names`` as ``Operand.dim_names`` (None when none is set), or ``BadData``: one per dim,
+    each None or a non-empty string of at most 128 characters naming an unknown (0) dim."""
+    if len(names) != len(dims):
+        raise BadData(f"{where}: {len(names)} names for {len(dims)} dims")
+    for axis, (name, dim) in enumerate(zip(names, dims, strict=True)):
+        if name is None:
+            continue
+        if not isinstance(name, str) or not 0 < len(name) <= _MAX_DIM_NAME:
+            raise BadData(f"{where}[{axis}]: expected None or a string of 1 to {_MAX_DIM_NAME} "
+                          f"characters, got {name!r:.60}")
+        if dim:
+            raise BadData(f"{where}[{axis}]: dim {axis} is known ({dim}); only unknown dims "
+                          "are named")
+    return None if all(n is None for n in names) else tuple(names)
+
+
+_MAX_DIM_NAME = 128
+
+
 def rename_operand(model: Model, index: int, name: str) -> None:
     """Name operand ``index`` (the builder names outputs after creating them)."""
     model._update(index, name=name)

@@ -116,7 +116,9 @@ class Operand:
     ``value`` holds the data of CONSTANT_COPY / CONSTANT_REFERENCE operands set from numpy;
     ``location`` the pool slice of those set from memory; ``subgraph`` the model of a SUBGRAPH one.
     ``io_dtype`` ("int64", on a TENSOR_INT32 model input or output) is the dtype callers use
-    for it: int64 data held as int32 inside (range-checked in, widened out).
+    for it: int64 data held as int32 inside (range-checked in, widened out). ``dim_names``
+    names the unknown dims of a model input or output (an ONNX ``dim_param`` such as
+    ``"batch"``; None for a dim without a name), for callers to read.
     """
 
     type: OperandType
@@ -130,6 +132,7 @@ class Operand:
     channel_quant: ChannelQuant | None = None
     subgraph: Model | None = field(default=None, repr=False)
     io_dtype: str | None = None
+    dim_names: tuple[str | None, ...] | None = None
 
     @property
     def rank_known(self) -> bool:

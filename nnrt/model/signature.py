@@ -27,19 +27,21 @@ class TensorInfo:
     """One model input or output.
 
     ``shape`` is None for a tensor of unknown rank and ``()`` for a scalar; a dim the model
-    leaves open (an ONNX dynamic dim not fixed at import) is None. ``position`` is the place
+    leaves open (an ONNX dynamic dim not fixed at import) is its name (``"batch"``, an ONNX
+    ``dim_param``) or None when it has none. ``position`` is the place
     in the model's inputs (or outputs); ``operand`` the operand index behind it.
     """
 
     name: str | None
-    shape: tuple[int | None, ...] | None
+    shape: tuple[int | str | None, ...] | None
     dtype: np.dtype[Any]
     type: OperandType
     position: int
     operand: int
 
     def __str__(self) -> str:
-        """``x: float32[1, ?, 512]`` (``input 0`` when unnamed)."""
+        """``x: float32[batch, ?, 512]`` (``#0`` when unnamed; a named open dim shows its
+        name, an unnamed one ``?``)."""
         if self.shape is None:
             dims = "[...]"
         else:
@@ -54,13 +56,15 @@ def tensor_infos(model: Model, indices: Sequence[int]) -> tuple[TensorInfo, ...]
     for position, index in enumerate(indices):
         operand = model.operands[index]
         dims = model.inferred_dims[index] if model.finished else operand.dims
-        shape: tuple[int | None, ...] | None
+        shape: tuple[int | str | None, ...] | None
+        names = operand.dim_names or (None,) * len(dims)
         if is_scalar(operand.type):
             shape = ()
         elif not dims:
             shape = None
         else:
-            shape = tuple(d if d > 0 else None for d in dims)
+            shape = tuple(d if d > 0 else (names[k] if k < len(names) else None)
+                          for k, d in enumerate(dims))
         found.append(TensorInfo(operand.name, shape, caller_dtype(operand), operand.type,
                                 position, index))
     return tuple(found)

@@ -7,6 +7,7 @@ A model travels as a map with str keys (``?`` marks optional keys, absent when u
     operand   = {"type": OperandType code, "dims": [int, ...], "scale": float,
                  "zero_point": int, "lifetime": OperandLifetime code, "name"?: str,
                  "io_dtype"?: "int64",                 # TENSOR_INT32 model inputs/outputs
+                 "dim_names"?: [str | None, ...],      # names of unknown dims, one per dim
                  "value"?: bytes,                      # CONSTANT_COPY / CONSTANT_REFERENCE
                  "ref"?: [pool, offset, length],       # CONSTANT_REFERENCE, instead of value
                  "channel_quant"?: {"channel_dim": int, "scales": [float, ...]},
@@ -49,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.errors import BadData, BadState
-from nnrt.model.model import MAX_CONSTANT_COPY_BYTES, Model
+from nnrt.model.model import MAX_CONSTANT_COPY_BYTES, Model, check_dim_names, name_dims
 from nnrt.model.operand import ConstantMemory, Operand, dtype_of
 from nnrt.model.types import OperandLifetime, OperandType, OperationType
 from nnrt.model.wire_fields import (
@@ -96,7 +97,7 @@ _NONE: frozenset[str] = frozenset()
 _MODEL_KEYS = frozenset({"operands", "operations", "inputs", "outputs", "relaxed"})
 _OPERAND_KEYS = frozenset({"type", "dims", "scale", "zero_point", "lifetime"})
 _OPERAND_OPTIONAL = frozenset({"name", "value", "ref", "channel_quant", "subgraph",
-                               "io_dtype"})
+                               "io_dtype", "dim_names"})
 _OPERATION_KEYS = frozenset({"type", "inputs", "outputs"})
 _QUANT_KEYS = frozenset({"channel_dim", "scales"})
 _CONSTANT = (OperandLifetime.CONSTANT_COPY, OperandLifetime.CONSTANT_REFERENCE)
@@ -152,6 +153,8 @@ def _write_operand(model: Model, index: int, operand: Operand, path: str, depth:
         data["name"] = operand.name
     if operand.io_dtype is not None:
         data["io_dtype"] = operand.io_dtype
+    if operand.dim_names is not None:
+        data["dim_names"] = list(operand.dim_names)
     ref = (_place(place, index, operand, path) if place is not None
            and operand.lifetime == _L.CONSTANT_REFERENCE and operand.type in REF_TYPES else None)
     if ref is not None:
@@ -212,6 +215,7 @@ class _OperandSpec:
     channel_quant: tuple[int, tuple[float, ...]] | None
     subgraph: Model | None
     io_dtype: str | None
+    dim_names: tuple[str | None, ...] | None
 
 
 def model_from_wire(data: Any, memories: MemoryResolver | None = None) -> Model:
@@ -271,6 +275,11 @@ def _read_operand(data: Any, path: str, depth: int, budget: _Budget) -> _Operand
     io_dtype = fields.get("io_dtype")
     if io_dtype is not None and not isinstance(io_dtype, str):
         raise BadData(f"{path}.io_dtype: expected a string, got {describe(io_dtype)}")
+    dim_names = fields.get("dim_names")
+    if dim_names is not None:
+        if not isinstance(dim_names, list):
+            raise BadData(f"{path}.dim_names: expected a list, got {describe(dim_names)}")
+        dim_names = check_dim_names(dim_names, dims, f"{path}.dim_names")
     value = fields.get("value")
     raw_ref = fields.get("ref")
     ref = None
@@ -297,7 +306,7 @@ def _read_operand(data: Any, path: str, depth: int, budget: _Budget) -> _Operand
         raise BadData(f"{path}: a SUBGRAPH operand needs a 'subgraph'")
     return _OperandSpec(op_type, dims, check_float(fields["scale"], f"{path}.scale"),
                         check_int(fields["zero_point"], f"{path}.zero_point", *INT32_RANGE),
-                        lifetime, name, value, ref, quant, subgraph, io_dtype)
+                        lifetime, name, value, ref, quant, subgraph, io_dtype, dim_names)
 
 
 def _read_value(value: Any, op_type: OperandType, dims: tuple[int, ...],
@@ -394,6 +403,8 @@ def _rebuild(specs: list[_OperandSpec],
         try:
             model.add_operand(spec.type, spec.dims, spec.scale, spec.zero_point, name=spec.name,
                               io_dtype=spec.io_dtype)
+            if spec.dim_names is not None:
+                name_dims(model, i, spec.dim_names)
             if spec.channel_quant is not None:
                 model.set_operand_symm_per_channel_quant_params(i, *spec.channel_quant)
             if spec.value is not None:

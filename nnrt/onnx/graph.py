@@ -13,7 +13,7 @@ ONNX scalars (rank 0) are held by ``[1]`` operands; :attr:`Value.shape` keeps th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,11 +137,14 @@ class Graph:
             arr = arr.astype(np.float32)
         return Value(name, arr.dtype, tuple(arr.shape), const=arr)
 
-    def add_input(self, name: str, dtype: np.dtype[Any], shape: Sequence[int]) -> Value:
-        """Declare a model input (dims of 0 are unknown)."""
+    def add_input(self, name: str, dtype: np.dtype[Any], shape: Sequence[int],
+                  dim_names: Sequence[str | None] = ()) -> Value:
+        """Declare a model input (dims of 0 are unknown; ``dim_names`` names them)."""
         op_type = operand_type_for(dtype)
         dims = tuple(int(d) for d in shape) or (1,)
-        tensor = self.builder.input(name, dims, "int64" if dtype == np.int64 else op_type)
+        labelled = tuple(n if n and not d else d for d, n in zip(
+            dims, dim_names, strict=False)) + dims[len(dim_names):]
+        tensor = self.builder.input(name, labelled, "int64" if dtype == np.int64 else op_type)
         self._inputs.append(tensor.index)
         value = Value(name, np.dtype(dtype), tuple(int(d) for d in shape), tensor=tensor)
         self.define(value)
@@ -268,10 +271,11 @@ class Graph:
         except NnrtError as exc:
             raise NodeUnsupported(f"{operation_name(op_type)} on constant inputs: {exc}") from None
 
-    def finish(self, outputs: Sequence[tuple[str, Value]],
-               wide: Sequence[str] = ()) -> Model:
+    def finish(self, outputs: Sequence[tuple[str, Value]], wide: Sequence[str] = (),
+               dim_names: Mapping[str, Sequence[str | None]] | None = None) -> Model:
         """Declare the graph outputs (known outputs become constant operands) and build;
-        those named in ``wide`` are int64 for callers (held as int32).
+        those named in ``wide`` are int64 for callers (held as int32); ``dim_names`` gives the
+        ONNX names of each output's dims (named where the output's dim stays unknown).
 
         An output that is known, a model input or an earlier output is copied by a CAST to its
         own type: a model output must be computed by an operation, and an operand cannot be
@@ -288,6 +292,8 @@ class Graph:
                             io_dtypes=["int64" if n in wide and t.type == T.TENSOR_INT32
                                        else None for (n, _), t in zip(outputs, tensors,
                                                                       strict=True)])
+        for (name, _), tensor in zip(outputs, tensors, strict=True):
+            self.builder.name_dims(tensor, (dim_names or {}).get(name, ()))
         return self.builder.build()
 
 

@@ -85,7 +85,9 @@ def _import(proto: Any, declared: int, pools: WeightPools,
         raise UnsupportedOnnxModel(unsupported)
     outputs = [(o.name, graph.lookup(o.name)) for o in proto.graph.output]
     wide = [o.name for o in proto.graph.output if o.type.tensor_type.elem_type == _INT64]
-    return graph.finish(outputs, wide)
+    named = {o.name: [d.dim_param or None for d in o.type.tensor_type.shape.dim]
+             for o in proto.graph.output}
+    return graph.finish(outputs, wide, named)
 
 
 def convert_nodes(graph: Graph, nodes: Sequence[Any], opset: int,
@@ -305,8 +307,10 @@ def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
             if any(g <= 0 for g in given):
                 raise BadData(f"input_shapes[{name!r}] = {given}: dims must be positive")
             declared = given
+        named = [d.dim_param or None if not dim else None
+                 for d, dim in zip(tensor_type.shape.dim, declared, strict=True)]
         try:
-            graph.add_input(name, dtype, declared)
+            graph.add_input(name, dtype, declared, named)
         except ValueError as exc:
             raise UnsupportedOnnxModel([UnsupportedNode("(input)", name, str(exc))]) from None
     extra = set(shapes) - names

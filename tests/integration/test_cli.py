@@ -259,7 +259,7 @@ def test_machine_readable_output_and_quiet_runs(tmp_path: Path) -> None:
     assert report["prepared_per_shape"] is False
     dynamic = _nnrt("inspect", model, "--json")  # the batch dim stays dynamic
     assert json.loads(dynamic.stdout)["prepared_per_shape"] is True
-    assert json.loads(dynamic.stdout)["inputs"][0]["shape"] == [None, 3, 32, 32]
+    assert json.loads(dynamic.stdout)["inputs"][0]["shape"] == ["batch", 3, 32, 32]
     assert "static variant per input shape" in _nnrt("inspect", model).stdout
     vendor = str(Path(__file__).resolve().parents[2] / "examples" / "vendor_plugin")
     import nnrt

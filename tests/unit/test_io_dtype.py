@@ -1,4 +1,5 @@
-"""int64 at the model boundary: held as TENSOR_INT32 inside, int64 for callers (io_dtype)."""
+"""What callers see of a model's inputs and outputs: int64 held as TENSOR_INT32 inside (io_dtype),
+named dims (dim_names)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,24 @@ def test_the_runtime_returns_int64_outputs() -> None:
             np.testing.assert_array_equal(y, np.arange(4) + 1)
 
     anyio.run(main)
+
+
+def test_named_dims_reach_callers_and_travel_on_the_wire() -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", ("batch", 3), dtype="float32")
+    y = b.relu(x)
+    b.name_dims(y, ["batch", None])
+    b.output(y, names=["y"])
+    model = b.build()
+    assert model.input_info[0].shape == ("batch", 3)
+    assert str(model.input_info[0]) == "x: float32[batch, 3]"
+    assert model.output_info[0].shape == ("batch", None)  # the builder infers static dims only
+    back = model_from_wire(model_to_wire(model))
+    assert back.input_info[0].shape == ("batch", 3)
+    assert back.output_info[0].shape == ("batch", None)
+    wire = model_to_wire(model)
+    for bad, why in (([7, None], "expected None or a string"), (["batch"], "1 names for 2 dims"),
+                     (["batch", "channels"], "dim 1 is known"), ("batch", "expected a list")):
+        wire["operands"][model.inputs[0]]["dim_names"] = bad
+        with pytest.raises(nnrt.BadData, match=rf"model.operands\[0\].dim_names.*{why}"):
+            model_from_wire(wire)

@@ -63,7 +63,7 @@ def specialize(model: Model, shapes: Sequence[tuple[int, ...]],
     to it there instead of carrying the value. ``BadData`` names the input shapes and the
     operation when they are impossible for the model.
     """
-    operands = list(model.operands)
+    operands = [replace(o, dim_names=None) if o.dim_names else o for o in model.operands]
     for index, shape in zip(model.inputs, shapes, strict=True):
         operands[index] = replace(operands[index], dims=tuple(int(d) for d in shape))
     for index, location in (locations or {}).items():

@@ -262,3 +262,14 @@ def test_flatten_with_a_dynamic_batch_keeps_it_dynamic() -> None:
                   ["y"])
     with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="needs the dims on one side"):
         nnrt.onnx.load(both)
+
+
+def test_named_dims_keep_their_onnx_names_for_callers() -> None:
+    proto = _model([helper.make_node("Relu", ["x"], ["y"])], [_x(dims=("N", 3, "H", 8))], [])
+    proto.graph.output.append(helper.make_tensor_value_info("y", TP.FLOAT, ["N", 3, "H", 8]))
+    model = nnrt.onnx.load(proto)
+    assert model.input_info[0].shape == ("N", 3, "H", 8)
+    assert model.output_info[0].shape == ("N", 3, "H", 8)
+    assert str(model.input_info[0]) == "x: float32[N, 3, H, 8]"
+    pinned = nnrt.onnx.load(proto, input_shapes={"x": [1, 3, 4, 8]})
+    assert pinned.input_info[0].shape == (1, 3, 4, 8)
