@@ -2,7 +2,8 @@
 
 Arithmetic (with its fused activation), MAXIMUM / MINIMUM, POW, the comparisons (EQUAL,
 NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL), SELECT, the activations, SQRT and CAST map
-one to one onto TFLite builtins with NNAPI's (numpy's) broadcasting.
+one to one onto TFLite builtins with NNAPI's (numpy's) broadcasting; a POW by a constant 2 is a
+MUL ``x * x`` (XNNPACK has no POW kernel).
 Each computes in whatever layout its inputs have: in NHWC when one input is held in NHWC (an
 NCHW region) and the others are too or are constants (permuted once here), so a region does not
 leave NHWC for them. TENSOR_FLOAT16 is computed in float32, but a CAST to or from it goes
@@ -106,6 +107,23 @@ COMPARISONS = frozenset({Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL, Op.GREA
                          Op.GREATER_EQUAL})
 
 
+#: POW by a constant 2, written as ``x * x``: TFLite's POW has no XNNPACK kernel, so each one
+#: ran in TFLite's own kernel and split the XNNPACK delegate's partition in two (PP-OCR's
+#: recogniser, its layer norms written operation by operation, had six partitions). The product
+#: is the square rounded once, as a correctly rounded power gives it.
+_SQUARE = _Form(B.MUL, lambda ctx: (fb.BuiltinOptions.MulOptions, fb.MulOptionsT()), (0, 0))
+
+
+def _is_square(writer: Writer, ctx: OperationContext) -> bool:
+    """Whether POW ``ctx`` raises its base to a constant 2 (adding no dimension)."""
+    if ctx.operation.type != Op.POW:
+        return False
+    exponent = ctx.constant(1)
+    dims = writer.model.inferred_dims
+    return (exponent is not None and bool(np.all(np.asarray(exponent) == 2))
+            and dims[ctx.operation.outputs[0]] == dims[ctx.operation.inputs[0]])
+
+
 def _slots(ctx: OperationContext, form: _Form) -> tuple[int, ...]:
     """The data inputs in builtin order: MAXIMUM / MINIMUM take a NaN-free constant first."""
     if ctx.operation.type not in (Op.MAXIMUM, Op.MINIMUM):
@@ -121,7 +139,7 @@ def write_elementwise(writer: Writer, ctx: OperationContext) -> None:
         _write_chain(writer, chain, B.HARD_SWISH)
         return
     op = ctx.operation
-    form = _FORMS[op.type]
+    form = _SQUARE if _is_square(writer, ctx) else _FORMS[op.type]
     options_type, options = form.options(ctx)
     output = writer.result(ctx.index, options)
     data = [op.inputs[slot] for slot in _slots(ctx, form)]

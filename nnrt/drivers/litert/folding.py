@@ -12,6 +12,15 @@ intermediate read by the next operation only (and not a partition output), const
 along the channel axis alone. The result differs from the unfolded chain by float rounding
 only.
 
+A bias ``ADD`` after a FULLY_CONNECTED (ONNX's ``MatMul`` then ``Add``, which the importer
+writes as ``RESHAPE -> FULLY_CONNECTED -> RESHAPE -> ADD``) folds into the FULLY_CONNECTED's
+bias the same way (:func:`fold_bias`): a constant that varies along the last axis alone, added
+to every row, is a bias, and XNNPACK adds the bias in the product's kernel instead of in a
+separate pass over the output (on PP-OCR's recogniser, a 20x18710 ADD of 0.14 ms). A RESHAPE
+between them is kept when it keeps the last axis (the columns the bias is per): it then writes
+the ADD's output (:attr:`BiasFold.alias`). The result differs from the unfolded pair by float
+rounding only (the bias is added first instead of last).
+
 An activation operation whose input is read by it alone (and is not a partition output) and
 comes from an operation with a fused-activation parameter left at NONE becomes that parameter:
 exact, since both apply the same clamp to the same values.
@@ -20,6 +29,7 @@ exact, since both apply the same clamp to the same values.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +41,7 @@ from nnrt.model.model import Model
 from nnrt.model.types import OperationType
 from nnrt.ops._framework.context import static_context
 
-__all__ = ["Fold", "Fused", "fold_affine", "fuse_activations"]
+__all__ = ["BiasFold", "Fold", "Fused", "fold_affine", "fold_bias", "fuse_activations"]
 
 Op = OperationType
 Array = np.ndarray[Any, Any]
@@ -48,6 +58,21 @@ class Fold:
     activation: int
     #: The MUL / ADD operations it replaces (not written).
     absorbed: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BiasFold:
+    """A FULLY_CONNECTED with the bias ADD after it folded in."""
+
+    bias: Array
+    #: The operand the FULLY_CONNECTED writes: the ADD's output, or its own when a RESHAPE
+    #: follows it.
+    output: int
+    activation: int
+    #: The ADD (not written).
+    absorbed: tuple[int, ...]
+    #: The RESHAPE's output and the ADD's output, which the RESHAPE then writes (one tensor).
+    alias: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +171,71 @@ def _fold(model: Model, index: int, readers: Counter[int], reader_of: dict[int, 
                 output=current, activation=activation, absorbed=tuple(absorbed))
 
 
-def fuse_activations(model: Model, folds: dict[int, Fold],
+def fold_bias(model: Model, excluded: frozenset[int] = frozenset()) -> dict[int, BiasFold]:
+    """Per FULLY_CONNECTED index: the bias ADD after it (through a RESHAPE keeping the last
+    axis) folded into its constant bias (``excluded`` operations are never folded)."""
+    readers, reader_of = operand_readers(model)
+    folds: dict[int, BiasFold] = {}
+    for index, op in enumerate(model.operations):
+        if op.type == Op.FULLY_CONNECTED and index not in excluded:
+            fold = _fold_bias(model, index, readers, reader_of, excluded)
+            if fold is not None:
+                folds[index] = fold
+    return folds
+
+
+def _fold_bias(model: Model, index: int, readers: Counter[int], reader_of: dict[int, int],
+               excluded: frozenset[int]) -> BiasFold | None:
+    op = model.operations[index]
+    bias = model.constant_value(op.inputs[2])
+    if bias is None or _activation(model, index) != 0:
+        return None
+    columns = int(np.asarray(bias).size)
+
+    def single_reader(operand: int) -> int | None:
+        following = reader_of.get(operand)
+        ok = readers[operand] == 1 and following is not None and following not in excluded
+        return following if ok else None
+
+    current, reshaped = op.outputs[0], None
+    following = single_reader(current)
+    if following is not None and model.operations[following].type == Op.RESHAPE:
+        reshaped = model.operations[following].outputs[0]
+        dims = model.inferred_dims[reshaped]
+        if not dims or dims[-1] != columns:
+            return None
+        current, following = reshaped, single_reader(reshaped)
+    if following is None or model.operations[following].type != Op.ADD:
+        return None
+    add = model.operations[following]
+    other = add.inputs[1] if add.inputs[0] == current else add.inputs[0]
+    vector = _row_vector(model, other, columns, len(model.inferred_dims[current]))
+    code = model.constant_value(add.inputs[2]) if len(add.inputs) > 2 else 0
+    if (vector is None or code is None or other == current
+            or model.inferred_dims[add.outputs[0]] != model.inferred_dims[current]):
+        return None
+    total = np.asarray(bias, np.float32) + vector
+    if reshaped is None:
+        return BiasFold(total, add.outputs[0], int(code), (following,))
+    return BiasFold(total, op.outputs[0], int(code), (following,), (reshaped, add.outputs[0]))
+
+
+def _row_vector(model: Model, operand: int, columns: int, rank: int) -> Array | None:
+    """The constant ``operand`` as one value per column of a rank-``rank`` tensor, if it
+    varies along the last axis alone and adds no dimension."""
+    value = model.constant_value(operand)
+    if value is None:
+        return None
+    array = np.asarray(value)
+    if (array.dtype != np.float32 and array.dtype != np.float16) or array.ndim > rank:
+        return None
+    if any(d != 1 for d in array.shape[:-1]) or (array.ndim and array.shape[-1] not in (
+            1, columns)):
+        return None
+    return np.broadcast_to(array.reshape(-1), (columns,)).astype(np.float32)
+
+
+def fuse_activations(model: Model, folds: Mapping[int, Fold | BiasFold],
                      excluded: frozenset[int] = frozenset()) -> dict[int, Fused]:
     """Per operation index: the activation operation after it that becomes its fused one
     (``excluded`` operations take part in no fusion: another pattern writes them)."""

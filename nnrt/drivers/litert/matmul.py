@@ -1,7 +1,8 @@
 """Writing the matrix products: FULLY_CONNECTED and BATCH_MATMUL.
 
 FULLY_CONNECTED flattens its input to ``[batch, input_size]`` as NNAPI does (``keepNumDims``
-false) and takes its fused activation, or the activation operation folded after it;
+false) and takes its fused activation, or the activation operation folded after it, and the
+bias ADD after it folded into its bias (:func:`.folding.fold_bias`);
 BATCH_MATMUL takes ``adj_x`` / ``adj_y`` as TFLite's ``adjX`` / ``adjY``. A FULLY_CONNECTED
 ending a one-hot product (:func:`.onehot.one_hot_patterns`) is a GATHER of its table's rows
 instead: the indices flattened, clamped to [-1, N] and moved by one (int32 MAXIMUM, MINIMUM,
@@ -38,8 +39,11 @@ def write_fully_connected(writer: Writer, ctx: OperationContext) -> None:
     options.fusedActivationFunction = int(ctx.scalar(3))
     options.keepNumDims = False
     output = writer.result(ctx.index, options)
-    writer.operator(fb.BuiltinOperator.FULLY_CONNECTED,
-                    [writer.tensor(k) for k in op.inputs[:3]], [writer.tensor(output)],
+    inputs = [writer.tensor(k) for k in op.inputs[:3]]
+    fold = writer.bias_folds.get(ctx.index)
+    if fold is not None:  # the bias ADD after it, folded in
+        inputs[2] = writer.constant(f"bias_{ctx.index}", fold.bias)
+    writer.operator(fb.BuiltinOperator.FULLY_CONNECTED, inputs, [writer.tensor(output)],
                     fb.BuiltinOptions.FullyConnectedOptions, options)
 
 

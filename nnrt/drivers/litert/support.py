@@ -249,12 +249,28 @@ def _lstm(model: Model, ctx: OperationContext) -> str | None:
     return None
 
 
+def _pow(model: Model, ctx: OperationContext) -> str | None:
+    """POW is taken without broadcasting (or as ``x * x`` for a constant exponent 2, see
+    :mod:`.elementwise`): TFLite's broadcasting POW saturates at +-FLT_MAX where NNAPI (and
+    the same-shape kernel) gives +-inf — ``x ** [3.0]`` of 1e20 is 3.4e38, not inf."""
+    dims = model.inferred_dims
+    base, exponent = (dims[k] for k in ctx.operation.inputs[:2])
+    value = ctx.constant(1)
+    if value is not None and bool(np.all(np.asarray(value) == 2)) and (
+            dims[ctx.operation.outputs[0]] == base):
+        return None
+    if base != exponent:
+        return ("POW with a broadcast exponent (TFLite's broadcasting POW saturates at "
+                "+-FLT_MAX where NNAPI gives +-inf; a constant exponent 2 is taken as x * x)")
+    return None
+
+
 _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
     **dict.fromkeys((Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
                      Op.TRANSPOSE_CONV_2D), _window),
     Op.SOFTMAX: _softmax, Op.NNRT_ERF: _erf, Op.EXP: _exp,
     **dict.fromkeys((Op.MEAN, Op.REDUCE_SUM, Op.REDUCE_MAX), _reduction),
     Op.MAXIMUM: _max_min, Op.MINIMUM: _max_min, Op.DIV: _div, Op.CAST: _cast,
-    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: _lstm,
+    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: _lstm, Op.POW: _pow,
     **dict.fromkeys(_ORDERINGS, _ordering),
 }

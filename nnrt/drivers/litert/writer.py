@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
-from nnrt.drivers.litert.folding import Fold, Fused, fold_affine, fuse_activations
+from nnrt.drivers.litert.folding import (
+    BiasFold,
+    Fold,
+    Fused,
+    fold_affine,
+    fold_bias,
+    fuse_activations,
+)
 from nnrt.drivers.litert.onehot import OneHot, one_hot_patterns
 from nnrt.drivers.litert.patterns import (
     Chain,
@@ -79,17 +86,26 @@ class Writer:
         in_chains = frozenset(i for key, chain in chains for i in (key, *chain.absorbed))
         #: Convolutions with the per-channel MULs / ADDs after them folded in.
         self.folds: dict[int, Fold] = fold_affine(model, in_chains)
+        #: FULLY_CONNECTEDs with the bias ADD after them folded in.
+        self.bias_folds: dict[int, BiasFold] = fold_bias(model, in_chains)
         #: Operations taking the activation operation after them as their fused activation.
-        self.fused: dict[int, Fused] = fuse_activations(model, self.folds, in_chains)
+        self.fused: dict[int, Fused] = fuse_activations(
+            model, {**self.folds, **self.bias_folds}, in_chains)
+        #: Operands written into the tensor of another (a RESHAPE's output, once the ADD
+        #: after it is folded away, is the ADD's output).
+        self._alias = dict(fold.alias for fold in self.bias_folds.values() if fold.alias)
         #: The operations those rewrites replace (not written).
         self.absorbed = frozenset([*(i for fold in self.folds.values() for i in fold.absorbed),
+                                   *(i for fold in self.bias_folds.values()
+                                     for i in fold.absorbed),
                                    *(f.absorbed for f in self.fused.values()),
                                    *(i for _, chain in chains for i in chain.absorbed)])
 
     def result(self, index: int, options: Any) -> int:
         """The operand operation ``index`` writes once folded, its fused activation set on
         ``options`` (when the operation has one)."""
-        fold, fused = self.folds.get(index), self.fused.get(index)
+        fold: Fold | BiasFold | None = self.folds.get(index) or self.bias_folds.get(index)
+        fused = self.fused.get(index)
         output = self.model.operations[index].outputs[0] if fold is None else fold.output
         if fold is not None:
             options.fusedActivationFunction = fold.activation
@@ -101,6 +117,7 @@ class Writer:
     def tensor(self, index: int) -> int:
         """The tensor of operand ``index`` in its NNAPI layout (created on first use, with its
         bytes if constant; transposed back once if an NCHW region computed it in NHWC)."""
+        index = self._alias.get(index, index)
         found = self._tensor_of.get(index)
         if found is not None:
             return found
