@@ -1,7 +1,8 @@
 """Constant folding: operations whose inputs are all known are evaluated at compile time.
 
-Each foldable operation is run on the reference kernels (``nnrt.reference.run`` on a one-
-operation model holding its input values as constants), so a folded value is exactly what the
+Each foldable operation is run on the reference kernels
+(:func:`nnrt.reference.single.evaluate_operation`: a one-operation model holding its input
+values as constants), so a folded value is exactly what the
 reference would compute. An operation whose evaluation fails is left for execution time, where
 it fails (or not) as the model says.
 """
@@ -12,10 +13,8 @@ from typing import Any
 
 import numpy as np
 
-import nnrt.reference
-from nnrt.errors import NnrtError
 from nnrt.model.model import Model
-from nnrt.model.operand import is_scalar
+from nnrt.reference.single import evaluate_operation
 
 __all__ = ["fold_constants"]
 
@@ -41,7 +40,7 @@ def fold_constants(model: Model) -> tuple[dict[int, Array], tuple[int, ...]]:
                 break
         if not known:
             continue
-        results = _evaluate(model, index, values)
+        results = evaluate_operation(model, index, values)
         if results is None:
             continue
         for k, result in zip(op.outputs, results, strict=True):
@@ -50,29 +49,3 @@ def fold_constants(model: Model) -> tuple[dict[int, Array], tuple[int, ...]]:
             values[k] = arr
         folded.append(index)
     return values, tuple(folded)
-
-
-def _evaluate(model: Model, index: int, values: dict[int, Array]) -> list[Array] | None:
-    """Operation ``index`` run alone on the reference kernels, or None if that fails."""
-    op = model.operations[index]
-    operands = model.operands
-    inferred = model.inferred_dims
-    single = Model()
-    inputs = []
-    for k in op.inputs:
-        source = operands[k]
-        value = values[k] if k in values else model.constant_value(k)
-        dims = () if is_scalar(source.type) or value is None else value.shape
-        i = single.add_operand(source.type, dims, source.scale, source.zero_point)
-        single.set_operand_value(i, value)
-        inputs.append(i)
-    outputs = [single.add_operand(operands[k].type, inferred[k], operands[k].scale,
-                                  operands[k].zero_point) for k in op.outputs]
-    try:
-        single.add_operation(op.type, inputs, outputs)
-        single.identify_inputs_and_outputs([], outputs)
-        single.relax_computation_float32_to_float16(model.relaxed)
-        single.finish()
-        return list(nnrt.reference.run(single, []))
-    except NnrtError:
-        return None

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-import nnrt.reference
-from nnrt.errors import BadData, NnrtError
+from nnrt.errors import BadData
 from nnrt.model.model import Model, assemble
 from nnrt.model.operand import MemoryLocation, Operand, is_scalar
 from nnrt.model.types import OperandLifetime, OperandType, OperationType
+from nnrt.reference.single import evaluate_operation
 
 __all__ = ["open_inputs", "specialize"]
 
@@ -130,7 +130,7 @@ def _fold(model: Model) -> tuple[dict[int, Array], set[int]]:
             results: list[Array] | None = [np.array(dims, np.int32)]
         elif all(operands[k].is_omitted or operands[k].is_constant or k in values
                  for k in op.inputs):
-            results = _evaluate(model, index, values)
+            results = evaluate_operation(model, index, values)
         else:
             continue
         if results is None:
@@ -150,29 +150,3 @@ def _foldable_output(operand: Operand, inferred: tuple[int, ...]) -> bool:
         return False
     limit = _MAX_FOLDED if operand.type in _SHAPE_TYPES else _MAX_FOLDED_OTHER
     return math.prod(inferred) <= limit
-
-
-def _evaluate(model: Model, index: int, values: dict[int, Array]) -> list[Array] | None:
-    """Operation ``index`` run alone on the reference kernels (None if that fails: it then
-    runs, and reports, at execution)."""
-    op = model.operations[index]
-    operands, inferred = model.operands, model.inferred_dims
-    single = Model()
-    inputs = []
-    for k in op.inputs:
-        source = operands[k]
-        value = values[k] if k in values else model.constant_value(k)
-        dims = () if is_scalar(source.type) or value is None else value.shape
-        i = single.add_operand(source.type, dims, source.scale, source.zero_point)
-        single.set_operand_value(i, value)
-        inputs.append(i)
-    outputs = [single.add_operand(operands[k].type, inferred[k], operands[k].scale,
-                                  operands[k].zero_point) for k in op.outputs]
-    try:
-        single.add_operation(op.type, inputs, outputs)
-        single.identify_inputs_and_outputs([], outputs)
-        single.relax_computation_float32_to_float16(model.relaxed)
-        single.finish()
-        return list(nnrt.reference.run(single, []))
-    except NnrtError:
-        return None
