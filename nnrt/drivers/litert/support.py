@@ -77,7 +77,7 @@ SELECTED = frozenset({
     Op.RESIZE_NEAREST_NEIGHBOR, Op.TRANSPOSE_CONV_2D, Op.REDUCE_SUM, Op.REDUCE_MAX, Op.SQRT,
     Op.EXP, Op.EXPAND_DIMS, Op.SQUEEZE, Op.EQUAL, Op.SELECT, Op.SLICE, Op.POW, Op.GATHER,
     Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.NOT_EQUAL, Op.LESS,
-    Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL,
+    Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL, Op.TILE,
 })
 #: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
 #: better), converted at the partition's edges (:mod:`.dispatch`).
@@ -91,7 +91,7 @@ _ORDERINGS = frozenset({Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL})
 _TENSOR_TYPES: dict[OperationType, frozenset[OperandType]] = {
     **dict.fromkeys((Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MAXIMUM, Op.MINIMUM, Op.RESHAPE,
                      Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE, Op.CONCATENATION, Op.SLICE,
-                     Op.GATHER, Op.MIRROR_PAD, Op.CAST, Op.FILL), _NUMBERS),
+                     Op.GATHER, Op.MIRROR_PAD, Op.CAST, Op.FILL, Op.TILE), _NUMBERS),
     **dict.fromkeys(_COMPARISONS, _WITH_BOOL), Op.SELECT: _WITH_BOOL,
 }
 #: (operation, input slot) of TENSOR_INT32 parameters (constants): shapes, axes, paddings.
@@ -99,7 +99,7 @@ _INT32_PARAMETERS = frozenset({
     (Op.RESHAPE, 1), (Op.MEAN, 1), (Op.REDUCE_SUM, 1), (Op.REDUCE_MAX, 1), (Op.TRANSPOSE, 1),
     (Op.SQUEEZE, 1), (Op.SLICE, 1), (Op.SLICE, 2), (Op.MIRROR_PAD, 1),
     (Op.TRANSPOSE_CONV_2D, 3), (Op.STRIDED_SLICE, 1), (Op.STRIDED_SLICE, 2),
-    (Op.STRIDED_SLICE, 3), (Op.FILL, 0),
+    (Op.STRIDED_SLICE, 3), (Op.FILL, 0), (Op.TILE, 1),
 })
 #: Scalar parameters, always constants.
 _SCALAR_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL)

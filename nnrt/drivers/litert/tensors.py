@@ -1,5 +1,5 @@
 """Writing the operations that move or make data: reshapes, TRANSPOSE, CONCATENATION, SLICE,
-STRIDED_SLICE, GATHER, MIRROR_PAD, FILL.
+STRIDED_SLICE, GATHER, MIRROR_PAD, FILL, TILE.
 
 RESHAPE, SQUEEZE and EXPAND_DIMS all become a RESHAPE to the output shape resolved at compile
 time (no -1, no negative axes left for TFLite to read differently). CONCATENATION of tensors
@@ -134,6 +134,16 @@ def write_mirror_pad(writer: Writer, ctx: OperationContext) -> None:
                     [writer.tensor(op.outputs[0])], fb.BuiltinOptions.MirrorPadOptions, options)
 
 
+def write_tile(writer: Writer, ctx: OperationContext) -> None:
+    """TILE with the constant multiples (int32, one per dim, as NNAPI's)."""
+    op, index = ctx.operation, ctx.index
+    multiples = writer.constant(f"multiples_{index}",
+                                np.asarray(ctx.constant(1), np.int32).reshape(-1))
+    writer.operator(B.TILE, [writer.tensor(op.inputs[0]), multiples],
+                    [writer.tensor(op.outputs[0])], fb.BuiltinOptions.TileOptions,
+                    fb.TileOptionsT())
+
+
 def write_fill(writer: Writer, ctx: OperationContext) -> None:
     """FILL of the constant dims with the scalar value (of the output's type)."""
     op, index = ctx.operation, ctx.index
@@ -149,8 +159,8 @@ WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
     Op.RESHAPE: write_reshape, Op.SQUEEZE: write_reshape, Op.EXPAND_DIMS: write_reshape,
     Op.TRANSPOSE: write_transpose, Op.CONCATENATION: write_concatenation,
     Op.SLICE: write_slice, Op.STRIDED_SLICE: write_strided_slice, Op.GATHER: write_gather,
-    Op.MIRROR_PAD: write_mirror_pad, Op.FILL: write_fill,
+    Op.MIRROR_PAD: write_mirror_pad, Op.FILL: write_fill, Op.TILE: write_tile,
 }
 #: Every builtin these writers write.
 BUILTINS = frozenset({B.RESHAPE, B.TRANSPOSE, B.CONCATENATION, B.SLICE, B.STRIDED_SLICE,
-                      B.GATHER, B.MIRROR_PAD, B.FILL})
+                      B.GATHER, B.MIRROR_PAD, B.FILL, B.TILE})

@@ -153,3 +153,19 @@ def test_partition_reasons_for_bool_orderings_and_tensor_parameters() -> None:
     assert "LESS of TENSOR_BOOL8 (TFLite's kernel has no BOOL inputs" in reasons[0]
     assert "input 1 (begin) is not a constant" in reasons[1]
     assert "input 0 (dims) is not a constant" in reasons[2]
+
+
+@pytest.mark.parametrize(("shape", "multiples", "dtype"), [
+    ((3,), (2,), np.float32), ((2, 3), (1, 4), np.int32), ((1, 2, 1, 3), (2, 1, 3, 1), np.float32),
+    ((2, 1, 2, 1, 2, 1), (1, 2, 1, 2, 1, 2), np.float32)])
+def test_tile_matches_the_reference(shape: tuple[int, ...], multiples: tuple[int, ...],
+                                    dtype: type) -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", shape, dtype=np.dtype(dtype).name)
+    b.output(b.operation(nnrt.OperationType.TILE, x, b.constant(np.array(multiples, np.int32)))[0])
+    model = b.build()
+    driver = LitertDriver()
+    assert not driver.support(model).reasons
+    value = (np.arange(np.prod(shape)) - 3).reshape(shape).astype(dtype)
+    got = driver.prepare(model).execute([value]).outputs[0]
+    np.testing.assert_array_equal(got, np.tile(value, multiples))
