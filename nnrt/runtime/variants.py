@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import numpy as np
 
-from nnrt.errors import BadState
+from nnrt.errors import BadState, DeadlineMissed
 from nnrt.memory import TensorRef
 from nnrt.model.binding import InputBinder, Inputs
 from nnrt.model.operand import MemoryLocation
@@ -128,8 +128,11 @@ class ShapeVariants:
             pending = self._pending.get(key)
             if pending is None:
                 break
-            with anyio.fail_after(_remaining(deadline)):
+            with anyio.move_on_after(_remaining(deadline)) as waited:
                 await pending.wait()  # then ready, or failed: try again here
+            if waited.cancelled_caught:
+                raise DeadlineMissed(f"the deadline passed while the variant for input shapes "
+                                     f"{[list(shape) for shape in key]} was being prepared")
         event = self._pending[key] = anyio.Event()
         try:
             model = await anyio.to_thread.run_sync(specialize, self._model, key,

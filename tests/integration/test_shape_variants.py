@@ -162,3 +162,22 @@ async def test_shared_mode_prepares_variants_in_the_service(tmp_path: Path) -> N
                 np.testing.assert_allclose(y, expected(x), rtol=1e-6)
             stats = await rt.refresh_statistics()
             assert stats.pools["cpu"].prepared == 2
+
+
+async def test_a_request_waiting_for_another_s_prepare_keeps_its_deadline() -> None:
+    async with nnrt.Runtime(drivers=["cpu", "reference"], workers=1) as rt:
+        compiled = await rt.compile(batch_model())
+        outcome: dict[str, object] = {}
+
+        async def first() -> None:
+            (outcome["first"],) = await compiled.execute([np.ones((7, 4), np.float32)])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            assert compiled.variants is not None
+            while not compiled.variants._pending:  # the first request prepares the variant
+                await anyio.sleep(0.001)
+            with pytest.raises(nnrt.DeadlineMissed, match=r"\[\[7, 4\]\] was being prepared"):
+                await compiled.execute([np.ones((7, 4), np.float32)], timeout=0.0)
+        np.testing.assert_allclose(outcome["first"], expected(np.ones((7, 4), np.float32)),
+                                   rtol=1e-6)
