@@ -65,7 +65,8 @@ class CompiledModel:
         self._ref: CompiledRef | None = None
         self._placement: PlacementReport | None = None
         if compilation is None:
-            assert variants is not None
+            if variants is None:
+                raise BadState("a CompiledModel needs a compilation or per-shape variants")
             self._runner = variants
         else:
             self._ref = compilation.refs[0]
@@ -85,10 +86,15 @@ class CompiledModel:
     def ref(self) -> CompiledRef:
         """The backend's reference of the (first) step (of the latest variant, for a model
         prepared per input shape)."""
-        if self._ref is None:
-            assert self._variants is not None
-            return self._variants.ref
-        return self._ref
+        if self._ref is not None:
+            return self._ref
+        return self._latest_variant().ref
+
+    def _latest_variant(self) -> CompiledModel:
+        """The variant used last (``BadState`` saying why when there is none)."""
+        if self._variants is None:
+            raise BadState("this compiled model has no per-shape variants")
+        return self._variants.latest
 
     @property
     def variants(self) -> ShapeVariants | None:
@@ -118,20 +124,17 @@ class CompiledModel:
     @property
     def steps(self) -> int:
         """How many steps the execution plan has (1: the model runs whole on one driver)."""
-        if self._variants is not None and self._variants.shapes:
-            return self._variants.latest.steps
-        if not self._steps:
-            assert self._variants is not None
-            return self._variants.latest.steps  # raises, saying why
-        return len(self._steps)
+        if self._steps and not (self._variants is not None and self._variants.shapes):
+            return len(self._steps)
+        return self._latest_variant().steps
 
     def placement(self) -> PlacementReport:
         """Per operation: its driver and step, and why the other drivers did not take it (for
         a model prepared per input shape: its latest variant's)."""
-        if self._variants is not None and (self._variants.shapes or self._placement is None):
-            return self._variants.placement()
-        assert self._placement is not None
-        return self._placement
+        if self._placement is not None and not (self._variants is not None
+                                                and self._variants.shapes):
+            return self._placement
+        return self._latest_variant().placement()
 
     async def execute(self, inputs: Inputs, *,
                       outputs: Sequence[Array | TensorRef | None] | None = None,
