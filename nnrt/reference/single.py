@@ -25,8 +25,9 @@ Array = np.ndarray[Any, Any]
 
 def evaluate_operation(model: Model, index: int, values: Mapping[int, Array]) -> list[Array] | None:
     """The outputs of operation ``index`` of ``model`` (finished), run alone on the reference
-    kernels with its inputs from ``values`` (by operand index) or the model's constants; None
-    if that fails (the operation then runs, and reports, at execution)."""
+    kernels with its inputs from ``values`` (by operand index) or the model's constants, as
+    read-only C-contiguous arrays (constants to be); None if that fails (the operation then
+    runs, and reports, at execution)."""
     op = model.operations[index]
     operands, inferred = model.operands, model.inferred_dims
     single = Model()
@@ -45,6 +46,13 @@ def evaluate_operation(model: Model, index: int, values: Mapping[int, Array]) ->
         single.identify_inputs_and_outputs([], outputs)
         single.relax_computation_float32_to_float16(model.relaxed)
         single.finish()
-        return list(run(single, []))
+        results = run(single, [])
     except NnrtError:
         return None
+    return [_frozen(result) for result in results]
+
+
+def _frozen(array: Array) -> Array:
+    frozen = np.ascontiguousarray(array)
+    frozen.flags.writeable = False
+    return frozen

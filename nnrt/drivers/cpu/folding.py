@@ -43,9 +43,6 @@ def fold_constants(model: Model) -> tuple[dict[int, Array], tuple[int, ...]]:
         results = evaluate_operation(model, index, values)
         if results is None:
             continue
-        for k, result in zip(op.outputs, results, strict=True):
-            arr = np.ascontiguousarray(result)
-            arr.flags.writeable = False
-            values[k] = arr
+        values.update(zip(op.outputs, results, strict=True))
         folded.append(index)
     return values, tuple(folded)

@@ -127,7 +127,9 @@ def _fold(model: Model) -> tuple[dict[int, Array], set[int]]:
             dims = inferred[op.inputs[0]]
             if not dims or not all(d > 0 for d in dims):
                 continue
-            results: list[Array] | None = [np.array(dims, np.int32)]
+            shape = np.array(dims, np.int32)
+            shape.flags.writeable = False
+            results: list[Array] | None = [shape]
         elif all(operands[k].is_omitted or operands[k].is_constant or k in values
                  for k in op.inputs):
             results = evaluate_operation(model, index, values)
@@ -135,10 +137,7 @@ def _fold(model: Model) -> tuple[dict[int, Array], set[int]]:
             continue
         if results is None:
             continue
-        for k, result in zip(op.outputs, results, strict=True):
-            array = np.ascontiguousarray(result)
-            array.flags.writeable = False
-            values[k] = array
+        values.update(zip(op.outputs, results, strict=True))
         folded.add(index)
     return values, folded
 
