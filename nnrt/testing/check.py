@@ -10,9 +10,11 @@ import numpy as np
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
 from nnrt.model.types import OperandType
-from nnrt.testing.spec import FLOAT16_TOL, FLOAT32_TOL, Arg, CaseVariant
+from nnrt.ops.quant import is_quantized
+from nnrt.testing.spec import FLOAT16_TOL, FLOAT32_TOL, QUANT_TOL, Arg, CaseVariant
 
-__all__ = ["Runner", "build", "check_variant", "expected_outputs", "tolerance"]
+__all__ = ["Runner", "build", "check_variant", "expected_outputs", "quant_tolerance",
+           "tolerance"]
 
 #: Runs a finished model on a list of inputs and returns its outputs.
 Runner = Callable[[Model, list[Any]], Sequence[Any]]
@@ -82,6 +84,13 @@ def tolerance(variant: CaseVariant, arg: Arg) -> tuple[float, float]:
     return FLOAT32_TOL
 
 
+def quant_tolerance(variant: CaseVariant) -> int:
+    """The absolute tolerance, in quantisation steps, for a quantised output of ``variant``."""
+    if variant.case.tolerance is not None:
+        return int(variant.case.tolerance[0])
+    return QUANT_TOL
+
+
 def check_variant(variant: CaseVariant, runner: Runner) -> None:
     """Run ``variant`` through ``runner``; raise AssertionError describing any mismatch."""
     model, feed = build(variant)
@@ -101,8 +110,21 @@ def check_variant(variant: CaseVariant, runner: Runner) -> None:
         if dtype.kind == "f":
             atol, rtol = tolerance(variant, arg)
             _check_close(where, got.astype(np.float64), want.astype(np.float64), atol, rtol)
+        elif is_quantized(arg.type):
+            _check_steps(where, got, want, quant_tolerance(variant))
         elif not np.array_equal(got, want.astype(dtype)):
             raise AssertionError(f"{where}: got\n{got}\nexpected\n{want}")
+
+
+def _check_steps(where: str, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
+                 atol: int) -> None:
+    err = np.abs(got.astype(np.int64) - np.asarray(want).astype(np.int64))
+    if np.any(err > atol):
+        bad = np.argwhere(err > atol)[:5]
+        detail = ", ".join(f"{tuple(int(k) for k in i)}: got {got[tuple(i)]!r} want "
+                           f"{want[tuple(i)]!r}" for i in bad)
+        raise AssertionError(f"{where}: {int((err > atol).sum())} values more than {atol} "
+                             f"quantisation step(s) off; first: {detail}")
 
 
 def _check_close(where: str, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],

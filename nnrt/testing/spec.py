@@ -40,6 +40,11 @@ __all__ = [
     "i32s",
     "omitted",
     "out",
+    "per_channel",
+    "q8",
+    "q8s",
+    "quant",
+    "spec_quantize",
     "tensor",
     "to_nchw",
 ]
@@ -54,6 +59,9 @@ VARIANTS = ("base", "float16", "relaxed", "consts", "params_as_inputs", "dynamic
 
 FLOAT32_TOL = (1e-5, 5 * 2.0**-23)  # (atol, rtol)
 FLOAT16_TOL = (5 * 2.0**-10, 5 * 2.0**-10)
+#: Quantised outputs may differ from the expected values by this many steps: NNAPI's generated
+#: tests allow one (the generator rounds a float result; the kernels compute in fixed point).
+QUANT_TOL = 1
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,62 @@ def bools(value: bool, role: str = "auto") -> Arg:
     return Arg(T.BOOL, (), bool(value), role=role)
 
 
+def quant(data: Any, type: OperandType, scale: float, zero_point: int = 0, **kw: Any) -> Arg:
+    """A quantised tensor argument holding the integer ``data`` (already quantised)."""
+    return tensor(data, type, scale=scale, zero_point=zero_point, **kw)
+
+
+def q8(data: Any, scale: float, zero_point: int, **kw: Any) -> Arg:
+    """A TENSOR_QUANT8_ASYMM argument holding the uint8 values ``data``."""
+    return quant(data, T.TENSOR_QUANT8_ASYMM, scale, zero_point, **kw)
+
+
+def q8s(data: Any, scale: float, zero_point: int, **kw: Any) -> Arg:
+    """A TENSOR_QUANT8_ASYMM_SIGNED argument holding the int8 values ``data``."""
+    return quant(data, T.TENSOR_QUANT8_ASYMM_SIGNED, scale, zero_point, **kw)
+
+
+def per_channel(data: Any, channel_dim: int, scales: Sequence[float], *,
+                dims: Sequence[int] | None = None, role: str = "auto") -> Arg:
+    """A TENSOR_QUANT8_SYMM_PER_CHANNEL argument (int8 ``data``, one scale per channel)."""
+    arg = tensor(data, T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dims=dims, role=role)
+    return replace(arg, channel_quant=(int(channel_dim), tuple(float(s) for s in scales)))
+
+
+#: The clamp NNAPI's test generator applies per type when it quantises spec values.
+_SPEC_CLAMPS = {
+    T.TENSOR_QUANT8_ASYMM: (0, 255),
+    T.TENSOR_QUANT16_ASYMM: (0, 65535),
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127),
+    T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+    T.TENSOR_QUANT8_SYMM: (-128, 127),
+    T.TENSOR_QUANT16_SYMM: (-32768, 32767),
+    T.TENSOR_INT32: (-(2**31), 2**31 - 1),
+}
+
+
+def spec_quantize(values: Any, type: OperandType, scale: float, zero_point: int = 0, *,
+                  channel: tuple[int, Sequence[float]] | None = None) -> Any:
+    """Real ``values`` quantised as NNAPI's test generator does for a spec's type variations.
+
+    ``values / scale`` (and / the per-channel scales along ``channel = (dim, scales)``) plus
+    ``zero_point`` in float64, rounded half to even (``np.round``), clamped to the type's range.
+    Quantised cases derived from a spec's float vectors (``DataTypeConverter``) use this, so
+    their inputs and expected outputs are the generator's own numbers.
+    """
+    v = np.asarray(values, np.float64)
+    if scale != 0:
+        v = v / scale
+    if channel is not None:
+        dim, scales = channel
+        shape = [1] * v.ndim
+        shape[dim] = len(scales)
+        v = v / np.asarray(scales, np.float64).reshape(shape)
+    v = np.round(v + zero_point)
+    low, high = _SPEC_CLAMPS[type]
+    return np.clip(v, low, high).astype(dtype_of(type))
+
+
 def omitted(type: OperandType, dims: Sequence[int] = ()) -> Arg:
     """An omitted optional input (NO_VALUE)."""
     return Arg(type, tuple(dims), None, omitted=True, role="const")
@@ -174,13 +238,17 @@ class CaseVariant:
 
 def expand(case: OpCase) -> list[CaseVariant]:
     """Every variant of ``case`` that applies to it."""
-    has_f32 = any(a.type in (T.TENSOR_FLOAT32, T.FLOAT32) for a in (*case.inputs, *case.outputs))
+    operands = (*case.inputs, *case.outputs)
+    has_f32 = any(a.type in (T.TENSOR_FLOAT32, T.FLOAT32) for a in operands)
+    # A quantised operation keeps its FLOAT32 scalars (NNAPI requires them: SOFTMAX's beta).
+    quant_params = (any(a.type in _QUANT_TYPES for a in operands)
+                    and any(a.type == T.FLOAT32 for a in operands))
     auto_tensors = any(a.role == "auto" and not a.scalar for a in case.inputs)
     auto_scalars = any(a.role == "auto" and a.scalar and not a.omitted for a in case.inputs)
     applicable = {
         "base": True,
-        "float16": has_f32,
-        "relaxed": has_f32,
+        "float16": has_f32 and not quant_params,
+        "relaxed": has_f32 and not quant_params,
         "consts": auto_tensors,
         "params_as_inputs": auto_scalars,
         "dynamic_output": True,
@@ -212,6 +280,7 @@ def _make_variant(case: OpCase, variant: str) -> CaseVariant:
                        reference=case.reference)
 
 
+_QUANT_TYPES = frozenset(_SPEC_CLAMPS) - {T.TENSOR_INT32}
 _FLOAT16_OF = {T.TENSOR_FLOAT32: T.TENSOR_FLOAT16, T.FLOAT32: T.FLOAT16}
 
 
