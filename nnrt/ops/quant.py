@@ -111,7 +111,8 @@ def rounding_divide_by_pot(x: Any, exponent: Any) -> Array:
     mask = (np.int64(1) << exponent) - 1
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
+    result: Array = (x >> exponent) + (remainder > threshold)
+    return result
 
 
 def _wrap_int32(x: Array) -> Array:
@@ -194,7 +195,8 @@ def activation_range(activation: int, scale: float, zero_point: int,
 
 def dequantize(q: Any, scale: Any, zero_point: Any = 0) -> Array:
     """``scale * (q - zero_point)`` in float64 (scale may be a per-channel array)."""
-    return (np.asarray(q, np.float64) - zero_point) * np.asarray(scale, np.float64)
+    real: Array = (np.asarray(q, np.float64) - zero_point) * np.asarray(scale, np.float64)
+    return real
 
 
 def quantize(real: Any, scale: float, zero_point: int, type_: OperandType) -> Array:
