@@ -410,6 +410,14 @@ def refine_dims(model: Model, index: int, dims: tuple[int, ...]) -> None:
     model._update(index, dims=tuple(dims))
 
 
+def truncate(model: Model, operands: int, operations: int) -> None:
+    """Drop the operands and operations a not-yet-finished model gained after it had
+    ``operands`` and ``operations`` (the ONNX importer undoing an attempt that failed)."""
+    model._require_mutable("truncate")
+    del model._operands[operands:]
+    del model._operations[operations:]
+
+
 def set_io_dtype(model: Model, index: int, io_dtype: str | None) -> None:
     """Give a not-yet-finished operand its caller-side dtype (see ``add_operand``)."""
     operand = model._operands[index]

@@ -9,6 +9,14 @@ semantics. Known arrays keep their ONNX dtype (``int64`` stays ``int64``) until 
 them as an operand.
 
 ONNX scalars (rank 0) are held by ``[1]`` operands; :attr:`Value.shape` keeps the ONNX shape.
+
+Quantised values (``QuantizeLinear`` outputs, quantised weights) carry their
+:class:`~nnrt.onnx.qparams.QParams` and live in NNAPI's quantised operands; an operation on them
+either keeps their quantisation (the data-movement operations of :data:`KEEPS_QUANT`) or is
+given its output's (:meth:`Graph.op`'s ``quant``). A ``DequantizeLinear`` result remembers the
+quantised value it is exact for (:attr:`Value.dequantizes`) and is only computed (NNAPI
+DEQUANTIZE) when a float operation reads it, so quantised operations can read the quantised
+value instead (:mod:`nnrt.onnx.ops.qdq`).
 """
 
 from __future__ import annotations
@@ -23,14 +31,15 @@ import nnrt.reference
 from nnrt.errors import NnrtError
 from nnrt.memory import find_memory
 from nnrt.model.builder import ModelBuilder, Omitted, Tensor
-from nnrt.model.model import Model, refine_dims
+from nnrt.model.model import Model, refine_dims, truncate
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
 from nnrt.onnx.dtypes import SMALL_INTS, operand_type_for
 from nnrt.onnx.errors import NodeUnsupported
 from nnrt.onnx.partial import partial_shapes
+from nnrt.onnx.qparams import QParams
 
-__all__ = ["Arg", "Graph", "Value"]
+__all__ = ["KEEPS_QUANT", "Arg", "Checkpoint", "Graph", "Value"]
 
 Array = np.ndarray[Any, Any]
 T = OperandType
@@ -50,14 +59,35 @@ _KEEPS_RANGE = frozenset({
     OperationType.MAX_POOL_2D, OperationType.RESIZE_NEAREST_NEIGHBOR, OperationType.IF,
 })
 
+#: Operations whose quantised output keeps the quantisation of their quantised inputs (NNAPI
+#: requires it): on quantised values they need no ``quant`` of their own.
+KEEPS_QUANT = frozenset({
+    OperationType.RESHAPE, OperationType.TRANSPOSE, OperationType.SQUEEZE,
+    OperationType.EXPAND_DIMS, OperationType.CONCATENATION, OperationType.SLICE,
+    OperationType.STRIDED_SLICE, OperationType.GATHER, OperationType.SPLIT, OperationType.PAD,
+    OperationType.TILE, OperationType.REVERSE, OperationType.DEPTH_TO_SPACE,
+    OperationType.SPACE_TO_DEPTH, OperationType.MAX_POOL_2D, OperationType.AVERAGE_POOL_2D,
+    OperationType.MEAN, OperationType.REDUCE_MAX, OperationType.REDUCE_MIN,
+    OperationType.RESIZE_NEAREST_NEIGHBOR, OperationType.RESIZE_BILINEAR, OperationType.RELU,
+    OperationType.RELU1, OperationType.RELU6,
+})
+
+#: Operations reading quantised values into results that are not quantised (given ``dtype``).
+_READS_QUANT = frozenset({OperationType.DEQUANTIZE, OperationType.NNRT_SHAPE})
+
 
 @dataclass(frozen=True)
 class Value:
     """One ONNX value: its dtype, its ONNX shape (0 = unknown dim) and where it lives.
 
-    Exactly one of ``const`` (a known array of ``dtype``) and ``tensor`` (an operand of the
-    model) is set. ``hint`` is for a shape computed at execution (an integer vector or scalar
-    from ``Shape``): per element, the value where it is a static dim, None where it is not.
+    ``const`` (a known array of ``dtype``) or ``tensor`` (an operand of the model) is set, or
+    neither for a lazy dequantisation (below). ``hint`` is for a shape computed at execution
+    (an integer vector or scalar from ``Shape``): per element, the value where it is a static
+    dim, None where it is not. ``quant`` is set on quantised values (uint8 / int8, and int32
+    biases): ``const`` holds the quantised integers, ``tensor`` is a quantised operand.
+    ``dequantizes`` is set on a float value that is exactly ``DequantizeLinear`` of that
+    quantised value; with neither ``const`` nor ``tensor`` it is computed (DEQUANTIZE) only
+    when an operation takes it as a float operand (:meth:`Graph.tensor`).
     """
 
     name: str
@@ -66,6 +96,13 @@ class Value:
     const: Array | None = None
     tensor: Tensor | None = None
     hint: tuple[int | None, ...] | None = None
+    quant: QParams | None = None
+    dequantizes: Value | None = None
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the value is a dequantisation not computed yet."""
+        return self.const is None and self.tensor is None and self.dequantizes is not None
 
     @property
     def known(self) -> bool:
@@ -91,11 +128,16 @@ class Value:
 
     def renamed(self, name: str) -> Value:
         """The same value under another ONNX name."""
-        return Value(name, self.dtype, self.shape, self.const, self.tensor, self.hint)
+        return Value(name, self.dtype, self.shape, self.const, self.tensor, self.hint,
+                     self.quant, self.dequantizes)
 
 
 #: What :meth:`Graph.op` accepts as an operation input.
 Arg = Value | Omitted | Array | int | float | bool
+
+#: What :meth:`Graph.checkpoint` returns: the model's operand and operation counts, and the
+#: dequantisations computed so far.
+Checkpoint = tuple[int, int, dict[int, Tensor]]
 
 
 class Graph:
@@ -110,6 +152,8 @@ class Graph:
         self.infer_shapes: Callable[[], dict[str, tuple[int, ...]]] | None = None
         self._onnx_shapes: dict[str, tuple[int, ...]] | None = None
         self._inputs: list[int] = []
+        #: quantised operand index -> the DEQUANTIZE result computed from it
+        self._dequantized: dict[int, Tensor] = {}
 
     def onnx_shape(self, name: str) -> tuple[int, ...] | None:
         """ONNX's inferred shape of value ``name``, or None when inference cannot tell."""
@@ -123,12 +167,31 @@ class Graph:
         """Record ``value`` under its name (later definitions shadow earlier ones)."""
         self.values[value.name] = value
 
-    def lookup(self, name: str) -> Value:
-        """The value called ``name``."""
+    def lookup(self, name: str, *, lazy: bool = False) -> Value:
+        """The value called ``name`` (a lazy dequantisation computed, unless ``lazy``)."""
         try:
-            return self.values[name]
+            value = self.values[name]
         except KeyError:
             raise NodeUnsupported(f"input {name!r} is not defined before its use") from None
+        return value if lazy else self.materialized(value)
+
+    def materialized(self, value: Value) -> Value:
+        """``value``, computed by a DEQUANTIZE if it is a lazy dequantisation."""
+        if not value.lazy:
+            return value
+        return Value(value.name, value.dtype, value.shape, tensor=self.tensor(value),
+                     dequantizes=value.dequantizes)
+
+    def checkpoint(self) -> Checkpoint:
+        """The state :meth:`rollback` returns to."""
+        model = self.builder.model
+        return len(model.operands), len(model.operations), dict(self._dequantized)
+
+    def rollback(self, mark: Checkpoint) -> None:
+        """Drop every operand and operation added since ``mark`` was taken."""
+        operands, operations, dequantized = mark
+        truncate(self.builder.model, operands, operations)
+        self._dequantized = dequantized
 
     def const(self, array: Any, name: str = "") -> Value:
         """A known value."""
@@ -156,7 +219,11 @@ class Graph:
         """The operand holding ``value`` (a known value becomes a model constant)."""
         if value.tensor is not None:
             return value.tensor
+        if value.lazy and value.dequantizes is not None:
+            return self._dequantize(value.dequantizes)
         arr = value.array()
+        if value.quant is not None:
+            return self._quant_constant(arr, value.quant, value.name)
         pooled = find_memory(arr) if arr.ndim else None
         if pooled is not None and arr.dtype in (np.float32, np.float16):
             memory, offset = pooled  # an initializer in the weight pool: referenced, not copied
@@ -166,6 +233,30 @@ class Graph:
             model.set_operand_value_from_memory(index, memory, offset, arr.nbytes)
             return Tensor(index, op_type, tuple(arr.shape))
         return self.builder.constant(_operand_array(arr, value.name))
+
+    def _dequantize(self, source: Value) -> Tensor:
+        """DEQUANTIZE of the quantised operand ``source``, computed once."""
+        tensor = self.tensor(source)
+        if tensor.index not in self._dequantized:
+            self._dequantized[tensor.index] = self.op(
+                OperationType.DEQUANTIZE, source, dtype=np.float32,
+                shape=None if tensor.shape else source.shape).tensor  # type: ignore[assignment]
+        return self._dequantized[tensor.index]
+
+    def _quant_constant(self, arr: Array, params: QParams, name: str) -> Tensor:
+        """A quantised constant operand holding ``arr`` (rank 0 as [1])."""
+        op_type = params.operand_type()
+        if op_type is None:
+            raise NodeUnsupported(f"value {name or '(constant)'}: NNAPI has no tensor type for "
+                                  f"{params.describe()} quantisation with these zero points")
+        value = arr.reshape(1) if arr.ndim == 0 else arr
+        if params.per_axis:
+            tensor = self.builder.constant(value, op_type)
+            self.builder.model.set_operand_symm_per_channel_quant_params(
+                tensor.index, params.axis or 0, [float(s) for s in params.scale])
+            return tensor
+        return self.builder.constant(value, op_type, scale=params.scale_value,
+                                     zero_point=params.zero_point_value)
 
     @staticmethod
     def pooled(value: Value) -> bool:
@@ -180,48 +271,84 @@ class Graph:
     # -- operations ---------------------------------------------------------------------------
 
     def op(self, op_type: OperationType, *args: Arg, dtype: Any = None,
-           shape: Sequence[int] | None = None, name: str = "", fold: bool = True) -> Value:
+           shape: Sequence[int] | None = None, name: str = "", fold: bool = True,
+           quant: QParams | None = None) -> Value:
         """Add one single-output operation; see :meth:`ops`."""
         return self.ops(op_type, *args, dtypes=None if dtype is None else [dtype],
-                        shapes=None if shape is None else [shape], name=name, fold=fold)[0]
+                        shapes=None if shape is None else [shape], name=name, fold=fold,
+                        quant=quant)[0]
 
     def ops(self, op_type: OperationType, *args: Arg, outputs: int = 1,
             dtypes: Sequence[Any] | None = None, shapes: Sequence[Sequence[int] | None]
-            | None = None, name: str = "", fold: bool = True) -> list[Value]:
+            | None = None, name: str = "", fold: bool = True,
+            quant: QParams | None = None) -> list[Value]:
         """Add operation ``op_type`` (or fold it when every input is known).
 
         ``args`` are Values, omitted inputs, parameter arrays (TENSOR_INT32 / float) or Python
         scalars (INT32, FLOAT32 — FLOAT16 beside float16 tensors — and BOOL). Output ``k`` has
         ``dtypes[k]`` (default: the first Value's dtype, with int64 held as int32) and the shape
         nnrt infers unless ``shapes[k]`` gives the ONNX shape (for rank-0 results).
+        ``quant`` makes every output quantised with these (per-tensor) parameters; on
+        quantised inputs an operation of :data:`KEEPS_QUANT` keeps their quantisation without
+        it, one of ``DEQUANTIZE`` / ``com.nnrt.SHAPE`` gives ``dtypes``, any other is refused.
         ``fold=False`` keeps the operation even on known inputs: use it to transform a pooled
         weight (:meth:`pooled`) so the model keeps referencing the pool instead of a copy (the
         compiling drivers fold it in the worker).
         """
         first = next((a for a in args if isinstance(a, Value)), None)
-        out_dtypes = [np.dtype(d) for d in dtypes] if dtypes is not None else [
+        quant = self._output_quant(op_type, args, dtypes, quant)
+        out_dtypes = [quant.dtype] * outputs if quant is not None else [
+            np.dtype(d) for d in dtypes] if dtypes is not None else [
             _nnapi_dtype(first.dtype) if first is not None else np.dtype(np.float32)] * outputs
-        if fold and all(not isinstance(a, Value) or a.known for a in args):
+        quantised = quant is not None or any(
+            isinstance(a, Value) and a.quant is not None for a in args)
+        if fold and not quantised and all(not isinstance(a, Value) or a.known for a in args):
             folded = self._fold(op_type, args, out_dtypes)
             if folded is not None:  # small integers wrap around as numpy's astype does
                 return [self._shaped(self.const(
                     arr.astype(out_dtypes[k]) if out_dtypes[k] in SMALL_INTS else arr, name),
                     shapes, k) for k, arr in enumerate(folded)]
         small = next((d for d in out_dtypes if d in SMALL_INTS), None)
-        if small is not None and op_type not in _KEEPS_RANGE and not (
+        if quant is None and small is not None and op_type not in _KEEPS_RANGE and not (
                 op_type == OperationType.CAST and first is not None and first.dtype == small):
             raise NodeUnsupported(f"{operation_name(op_type)} on {small} values may leave the "
                                   f"{small} range, and nnrt has no exact import of it here")
         operands = [self.tensor(a) if isinstance(a, Value) else a for a in args]
-        types = [operand_type_for(d) for d in out_dtypes]
+        types: list[OperandType | tuple[OperandType, float, int]] = [
+            operand_type_for(d) for d in out_dtypes] if quant is None else [
+            (quant.operand_type() or T.TENSOR_QUANT8_ASYMM, quant.scale_value,
+             quant.zero_point_value)] * outputs
         try:
             tensors = self.builder.operation(op_type, *operands, outputs=len(out_dtypes),
                                              output_types=types)
         except NnrtError as exc:
             raise NodeUnsupported(f"{operation_name(op_type)}: {exc}") from None
         tensors = self._refined(tensors)
-        return [self._shaped(Value(name, out_dtypes[k], t.shape, tensor=t), shapes, k)
-                for k, t in enumerate(tensors)]
+        return [self._shaped(Value(name, out_dtypes[k], t.shape, tensor=t, quant=quant),
+                             shapes, k) for k, t in enumerate(tensors)]
+
+    @staticmethod
+    def _output_quant(op_type: OperationType, args: Sequence[Arg],
+                      dtypes: Sequence[Any] | None, quant: QParams | None) -> QParams | None:
+        """The quantisation of ``op_type``'s outputs: ``quant`` when given, else that of its
+        quantised inputs for :data:`KEEPS_QUANT` operations (which must all share it)."""
+        if quant is not None:
+            if quant.per_axis or quant.dtype not in (np.uint8, np.int8):
+                raise NodeUnsupported(f"{operation_name(op_type)}: a result cannot be "
+                                      f"{quant.describe()} quantised")
+            return quant
+        held = [a.quant for a in args if isinstance(a, Value) and a.quant is not None]
+        if not held:
+            return None
+        if op_type in _READS_QUANT and dtypes is not None:
+            return None
+        if op_type not in KEEPS_QUANT:
+            raise NodeUnsupported(f"{operation_name(op_type)} on quantised values "
+                                  f"({held[0].describe()}) is not supported here")
+        if any(not held[0].same(q) for q in held[1:]):
+            raise NodeUnsupported(f"{operation_name(op_type)} on quantised values of different "
+                                  f"scales / zero points ({', '.join(q.describe() for q in held)})")
+        return held[0]
 
     def _refined(self, tensors: list[Tensor]) -> list[Tensor]:
         """``tensors`` (one operation's outputs) with the dims NNAPI's inference left unknown
@@ -251,7 +378,8 @@ class Graph:
         if tensor is not None and not tensor.shape and onnx_shape:  # the dims NNAPI could not
             refine_dims(self.builder.model, tensor.index, onnx_shape)  # tell: given by the caller
             tensor = Tensor(tensor.index, tensor.type, onnx_shape)
-        return Value(value.name, value.dtype, onnx_shape, const, tensor, value.hint)
+        return Value(value.name, value.dtype, onnx_shape, const, tensor, value.hint,
+                     value.quant)
 
     def _fold(self, op_type: OperationType, args: Sequence[Arg],
               out_dtypes: Sequence[np.dtype[Any]]) -> list[Array] | None:

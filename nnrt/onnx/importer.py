@@ -11,7 +11,7 @@ one :class:`~nnrt.onnx.errors.UnsupportedOnnxModel`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,15 @@ from nnrt.onnx.errors import (
     UnsupportedNode,
     UnsupportedOnnxModel,
 )
+from nnrt.onnx.folding import FoldPlan, fold_group
 from nnrt.onnx.graph import Graph, Value
-from nnrt.onnx.node import CONVERTERS, NEWEST_DEFINITION, NodeContext
+from nnrt.onnx.node import (
+    CONVERTERS,
+    LAZY_INPUTS,
+    NEWEST_DEFINITION,
+    NodeContext,
+    node_attributes,
+)
 from nnrt.onnx.weights import WeightPools
 
 __all__ = ["MAX_OPSET", "MIN_OPSET", "convert_nodes", "graph_inputs", "load", "node_attributes",
@@ -80,7 +87,8 @@ def _import(proto: Any, declared: int, pools: WeightPools,
     graph.infer_shapes = lambda: _inferred_shapes(proto, dims)
     unsupported = _unknown_operators(proto.graph.node, declared)
     if not unsupported:
-        convert_nodes(graph, proto.graph.node, opset, unsupported, progress)
+        convert_nodes(graph, proto.graph.node, opset, unsupported, progress,
+                      outputs=[o.name for o in proto.graph.output])
     if unsupported:
         raise UnsupportedOnnxModel(unsupported)
     outputs = [(o.name, graph.lookup(o.name)) for o in proto.graph.output]
@@ -92,13 +100,16 @@ def _import(proto: Any, declared: int, pools: WeightPools,
 
 def convert_nodes(graph: Graph, nodes: Sequence[Any], opset: int,
                   unsupported: list[UnsupportedNode],
-                  progress: Callable[[int, int], None] | None = None) -> None:
+                  progress: Callable[[int, int], None] | None = None, *,
+                  outputs: Collection[str]) -> None:
     """Convert ``nodes`` in order into ``graph``, appending each failure to ``unsupported``
-    (and telling ``progress`` how many are done).
+    (and telling ``progress`` how many are done). ``outputs`` are the values the graph
+    returns (they keep their exact float values: no quantised group folds them away).
 
     A node whose input (or a value its subgraphs use) comes from a failed node is skipped
     without a report of its own; a node whose subgraphs hold failed nodes reports those.
     """
+    plan = FoldPlan(graph, nodes, outputs, lambda node: (*node.input, *subgraph_inputs(node)))
     poisoned: set[str] = set()
     for done, node in enumerate(nodes):
         if progress is not None:
@@ -107,7 +118,8 @@ def convert_nodes(graph: Graph, nodes: Sequence[Any], opset: int,
             poisoned.update(node.output)
             continue
         try:
-            _convert(graph, node, opset)
+            if not fold_group(graph, node, opset, plan):
+                _convert(graph, node, opset)
         except SubgraphUnsupported as exc:
             unsupported.extend(exc.nodes)
             poisoned.update(node.output)
@@ -120,7 +132,8 @@ def convert_nodes(graph: Graph, nodes: Sequence[Any], opset: int,
 
 
 def _convert(graph: Graph, node: Any, opset: int) -> None:
-    inputs = [graph.lookup(name) if name else None for name in node.input]
+    lazy = node.op_type in LAZY_INPUTS
+    inputs = [graph.lookup(name, lazy=lazy) if name else None for name in node.input]
     ctx = NodeContext(graph, node, inputs, node_attributes(node), opset)
     outputs = list(CONVERTERS[node.op_type](ctx))
     unread = ctx.unread_attributes()
@@ -150,30 +163,6 @@ def _merged(ours: tuple[int, ...], onnx: tuple[int, ...] | None) -> tuple[int, .
     if not ours or onnx is None or len(onnx) != len(ours):
         return ours or onnx
     return tuple(a or b for a, b in zip(ours, onnx, strict=True))
-
-
-def node_attributes(node: Any) -> dict[str, Any]:
-    """A node's attributes as Python values (tensors as arrays, strings decoded)."""
-    from onnx import helper  # noqa: PLC0415 - the onnx extra
-
-    from nnrt.onnx.weights import tensor_array  # noqa: PLC0415
-
-    result: dict[str, Any] = {}
-    for attribute in node.attribute:
-        if attribute.ref_attr_name:
-            raise NodeUnsupported(f"attribute {attribute.name} refers to a function attribute")
-        value = helper.get_attribute_value(attribute)
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        elif isinstance(value, list) and value and isinstance(value[0], bytes):
-            value = [v.decode("utf-8", "replace") for v in value]
-        elif attribute.type == attribute.TENSOR:
-            try:
-                value = tensor_array(value, f"attribute {attribute.name}")
-            except ValueError as exc:
-                raise NodeUnsupported(str(exc)) from None
-        result[attribute.name] = value
-    return result
 
 
 def subgraph_inputs(node: Any) -> list[str]:

@@ -21,11 +21,13 @@ import numpy as np
 
 from nnrt.onnx.errors import NeedsConstant, NodeUnsupported
 from nnrt.onnx.graph import Graph, Value
+from nnrt.onnx.qparams import QParams
+from nnrt.onnx.weights import tensor_array
 
-__all__ = ["CONVERTERS", "NEWEST_DEFINITION", "Converter", "NodeContext", "converter"]
+__all__ = ["CONVERTERS", "FOLDS", "LAZY_INPUTS", "NEWEST_DEFINITION", "Converter", "Fold",
+           "NodeContext", "converter", "fold", "node_attributes"]
 
 Array = np.ndarray[Any, Any]
-
 
 
 class NodeContext:
@@ -100,17 +102,31 @@ class NodeContext:
 
 Converter = Callable[[NodeContext], Sequence[Value]]
 
+#: A fold: a node between DequantizeLinear inputs and QuantizeLinear consumers of the given
+#: parameters, as quantised NNAPI operations (its quantised results), or None when it does not
+#: fold (see :mod:`nnrt.onnx.folding`).
+Fold = Callable[[NodeContext, QParams], Sequence[Value] | None]
+
 #: ONNX operator type (default domain) -> converter.
 CONVERTERS: dict[str, Converter] = {}
+
+#: ONNX operator type -> its fold into quantised NNAPI operations.
+FOLDS: dict[str, Fold] = {}
+
+#: Operator types whose converters see lazily dequantised inputs as they are (every other
+#: converter gets them computed, :meth:`Graph.materialized`).
+LAZY_INPUTS: set[str] = set()
 
 #: ONNX operator type -> the newest opset whose definition of it the converter implements, for
 #: converters that implement a definition newer than opset 21 (the importer's baseline).
 NEWEST_DEFINITION: dict[str, int] = {}
 
 
-def converter(*op_types: str, newest: int | None = None) -> Callable[[Converter], Converter]:
+def converter(*op_types: str, newest: int | None = None,
+              lazy: bool = False) -> Callable[[Converter], Converter]:
     """Register the decorated function as the converter of ``op_types``; ``newest`` is the
-    newest opset whose definition it implements, when that is past opset 21."""
+    newest opset whose definition it implements, when that is past opset 21; ``lazy``: it
+    takes lazily dequantised inputs as they are (it reads their quantised values)."""
 
     def decorate(fn: Converter) -> Converter:
         for op_type in op_types:
@@ -119,6 +135,43 @@ def converter(*op_types: str, newest: int | None = None) -> Callable[[Converter]
             CONVERTERS[op_type] = fn
             if newest is not None:
                 NEWEST_DEFINITION[op_type] = newest
+            if lazy:
+                LAZY_INPUTS.add(op_type)
         return fn
 
     return decorate
+
+
+def fold(*op_types: str) -> Callable[[Fold], Fold]:
+    """Register the decorated function as the fold of ``op_types`` (see :data:`FOLDS`)."""
+
+    def decorate(fn: Fold) -> Fold:
+        for op_type in op_types:
+            if op_type in FOLDS:
+                raise RuntimeError(f"ONNX operator {op_type} has two folds")
+            FOLDS[op_type] = fn
+        return fn
+
+    return decorate
+
+
+def node_attributes(node: Any) -> dict[str, Any]:
+    """A node's attributes as Python values (tensors as arrays, strings decoded)."""
+    from onnx import helper  # noqa: PLC0415 - the onnx extra
+
+    result: dict[str, Any] = {}
+    for attribute in node.attribute:
+        if attribute.ref_attr_name:
+            raise NodeUnsupported(f"attribute {attribute.name} refers to a function attribute")
+        value = helper.get_attribute_value(attribute)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", "replace") for v in value]
+        elif attribute.type == attribute.TENSOR:
+            try:
+                value = tensor_array(value, f"attribute {attribute.name}")
+            except ValueError as exc:
+                raise NodeUnsupported(str(exc)) from None
+        result[attribute.name] = value
+    return result

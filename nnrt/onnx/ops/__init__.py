@@ -7,6 +7,8 @@ from nnrt.onnx.ops import elementwise as elementwise
 from nnrt.onnx.ops import linear as linear
 from nnrt.onnx.ops import normalization as normalization
 from nnrt.onnx.ops import pooling as pooling
+from nnrt.onnx.ops import qdq as qdq
+from nnrt.onnx.ops import qlinear as qlinear
 from nnrt.onnx.ops import ranking as ranking
 from nnrt.onnx.ops import recurrent as recurrent
 from nnrt.onnx.ops import reduce as reduce
@@ -22,6 +24,8 @@ __all__ = [
     "linear",
     "normalization",
     "pooling",
+    "qdq",
+    "qlinear",
     "ranking",
     "recurrent",
     "reduce",

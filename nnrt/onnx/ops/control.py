@@ -82,7 +82,8 @@ def _convert_branch(n: NodeContext, graph: Graph, branch: Any, name: str) -> lis
     where = _where(n, name)
     _define_initializers(n, graph, branch, where)
     unsupported: list[UnsupportedNode] = []
-    convert_nodes(graph, branch.node, n.opset, unsupported)
+    convert_nodes(graph, branch.node, n.opset, unsupported,
+                  outputs=[o.name for o in branch.output])
     if unsupported:
         raise SubgraphUnsupported([UnsupportedNode(u.op_type, u.name, f"{u.reason} ({where})")
                                    for u in unsupported])

@@ -32,8 +32,9 @@ from nnrt.model.types import PaddingCode
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.linear import require_float, reshape, transpose
+from nnrt.onnx.qparams import QParams
 
-__all__ = ["Window", "as_2d", "conv", "conv_transpose", "from_2d", "read_window"]
+__all__ = ["Window", "as_2d", "conv", "conv_transpose", "convolution", "from_2d", "read_window"]
 
 Array = np.ndarray[Any, Any]
 
@@ -189,6 +190,15 @@ def conv(n: NodeContext) -> list[Value]:
     """Conv (1-D, 2-D): CONV_2D / DEPTHWISE_CONV_2D / GROUPED_CONV_2D, NCHW."""
     x, w = n.input(0), n.input(1)
     require_float(n, x, w)
+    return [convolution(n, x, w, n.input(2) if n.has_input(2) else None)]
+
+
+def convolution(n: NodeContext, x: Value, w: Value, bias: Value | None,
+                quant: QParams | None = None) -> Value:
+    """Conv ``n`` of ``x`` by ``w`` (ONNX's layouts) plus ``bias`` (None: zeros) as NNAPI's
+    convolutions; with ``quant``, quantised ones: ``x`` and ``w`` quantised (``w`` a known
+    per-axis one along its output channels, or of ``x``'s type), ``bias`` an int32 one of scale
+    ``x_scale * w_scale``, the result quantised with ``quant``."""
     spatial = _spatial_rank(n, x)
     kernel = _kernel(n, w, spatial)
     window = _window_2d(read_window(n, x.shape[2:], kernel))
@@ -198,7 +208,8 @@ def conv(n: NodeContext) -> list[Value]:
     if groups < 1 or channels != group_in * groups or out_channels % groups:
         n.fail(f"group {groups} does not fit input channels {channels} and weights "
                f"{list(w.shape)}")
-    bias = _bias(n, x, 2, out_channels)
+    if bias is None:
+        bias = Value("", x.dtype, (out_channels,), const=np.zeros(out_channels, x.dtype))
     x4 = as_2d(n, x)
     w4 = w if spatial == 2 else reshape(n, w, (out_channels, group_in, 1, kernel[0]))
     x4, window = _pad_beyond_filter(n, x4, window)
@@ -206,18 +217,20 @@ def conv(n: NodeContext) -> list[Value]:
     tail = [0, True, window.dilations[1], window.dilations[0]] if dilated else [0, True]
     if groups == 1:
         filt = transpose(n, w4, (0, 2, 3, 1))
-        y = n.graph.op(Op.CONV_2D, x4, filt, bias, *window.nnapi_args(), *tail)
+        y = n.graph.op(Op.CONV_2D, x4, filt, bias, *window.nnapi_args(), *tail, quant=quant)
     elif groups == channels:
         filt = transpose(n, w4, (1, 2, 3, 0))
         y = n.graph.op(Op.DEPTHWISE_CONV_2D, x4, filt, bias, *window.nnapi_args(),
-                       out_channels // channels, *tail)
+                       out_channels // channels, *tail, quant=quant)
     elif not dilated:
         filt = transpose(n, w4, (0, 2, 3, 1))
         y = n.graph.op(Op.GROUPED_CONV_2D, x4, filt, bias, *window.nnapi_args(), groups, 0,
-                       True)
+                       True, quant=quant)
+    elif quant is not None:
+        n.fail("a quantised grouped dilated convolution is not supported")
     else:
         y = _dilated_groups(n, x4, w4, bias, window, groups)
-    return [from_2d(n, y, x.rank)]
+    return from_2d(n, y, x.rank)
 
 
 def _dilated_groups(n: NodeContext, x: Value, w: Value, bias: Value, window: Window,

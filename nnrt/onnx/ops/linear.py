@@ -25,6 +25,7 @@ from nnrt.model.types import OperationType as Op
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.dynamic import dims_like
+from nnrt.onnx.qparams import QParams
 
 __all__ = ["gemm", "known_product", "matmul", "require_float", "reshape", "transpose"]
 
@@ -47,7 +48,8 @@ def reshape(n: NodeContext, x: Value, shape: Sequence[int], like: Value | None =
     """
     dims = tuple(int(d) for d in shape)
     if x.const is not None:
-        return Value("", x.dtype, dims, const=x.const.reshape(dims))
+        return Value("", x.dtype, dims, const=x.const.reshape(dims),
+                     quant=_reshaped_quant(n, x, dims))
     if x.shape == dims:
         return x
     if max(x.rank, len(dims)) > _MAX_RANK:
@@ -62,6 +64,18 @@ def reshape(n: NodeContext, x: Value, shape: Sequence[int], like: Value | None =
     return n.graph.op(Op.RESHAPE, x, target, shape=dims if not dims or 0 in dims else None)
 
 
+def _reshaped_quant(n: NodeContext, x: Value, dims: tuple[int, ...]) -> QParams | None:
+    """The quantisation of known ``x`` reshaped to ``dims``: a per-axis one only keeps its
+    axis when the dims up to it stay."""
+    q = x.quant
+    if q is None or q.axis is None:
+        return q
+    if dims[:q.axis + 1] != x.shape[:q.axis + 1]:
+        n.fail(f"reshaping {list(x.shape)} to {list(dims)} moves the axis {q.axis} of its "
+               "per-axis quantisation")
+    return q
+
+
 def known_product(dims: Sequence[int]) -> int:
     """The product of ``dims``, or 0 (unknown) when one of them is unknown."""
     return math.prod(dims) if all(d > 0 for d in dims) else 0
@@ -72,14 +86,17 @@ def transpose(n: NodeContext, x: Value, perm: Sequence[int]) -> Value:
     order = [int(p) for p in perm]
     if x.const is not None:
         arr = np.ascontiguousarray(np.transpose(x.const, order))
-        return Value("", x.dtype, tuple(arr.shape), const=arr)
+        quant = x.quant.moved(order.index(x.quant.axis)) if x.quant is not None and (
+            x.quant.axis is not None) else x.quant
+        return Value("", x.dtype, tuple(arr.shape), const=arr, quant=quant)
     return n.graph.op(Op.TRANSPOSE, x, np.asarray(order, np.int32))
 
 
 def require_float(n: NodeContext, *values: Value) -> None:
-    """Fail unless every value is float32 / float16 (what nnrt's kernels here compute)."""
+    """Fail unless every value is float32 / float16 (what nnrt's kernels here compute) or
+    quantised (whose operations check their quantised variants, :meth:`Graph.ops`)."""
     for v in values:
-        if v.dtype not in (np.float32, np.float16):
+        if v.dtype not in (np.float32, np.float16) and v.quant is None:
             n.fail(f"{v.dtype} input {v.name!r} is not supported at run time (the NNAPI "
                    "operations used here are float32 / float16 only)")
 

@@ -76,7 +76,7 @@ def reshaped(n: NodeContext, x: Value, shape: Sequence[int]) -> Value:
         return _known(x, x.const.reshape(target))
     hint = x.hint if x.hint is not None and len(target) <= 1 else None
     if (target or (1,)) == (x.shape or (1,)):
-        return Value(x.name, x.dtype, target, tensor=x.tensor, hint=hint)
+        return Value(x.name, x.dtype, target, tensor=x.tensor, hint=hint, quant=x.quant)
     inserted = _inserted_axes(x.shape or (1,), target)
     unknown = sum(1 for d in target if d <= 0)
     if inserted is not None and (x.dtype.kind in "iu" or unknown > 1):
@@ -84,7 +84,7 @@ def reshaped(n: NodeContext, x: Value, shape: Sequence[int]) -> Value:
         for axis in inserted:
             y = n.graph.op(Op.EXPAND_DIMS, y, axis, shape=(*y.shape[:axis], 1, *y.shape[axis:])
                            if unknown else None)
-        return Value(x.name, x.dtype, target, tensor=y.tensor, hint=hint)
+        return Value(x.name, x.dtype, target, tensor=y.tensor, hint=hint, quant=x.quant)
     if unknown > 1:
         removed = _inserted_axes(target or (1,), x.shape)
         if removed is None or any(x.shape[a] != 1 for a in removed):
@@ -96,7 +96,7 @@ def reshaped(n: NodeContext, x: Value, shape: Sequence[int]) -> Value:
     dims = np.asarray([d if d > 0 else -1 for d in target] or (1,), np.int32)
     y = carried(n, [x], lambda vs, _: [
         n.graph.op(Op.RESHAPE, vs[0], dims, shape=target if unknown else _rank0(target))])[0]
-    return Value(y.name, y.dtype, y.shape, tensor=y.tensor, hint=hint)
+    return Value(y.name, y.dtype, y.shape, tensor=y.tensor, hint=hint, quant=y.quant)
 
 
 def _inserted_axes(src: tuple[int, ...], dst: tuple[int, ...]) -> list[int] | None:
@@ -117,13 +117,15 @@ def carried(n: NodeContext, values: Sequence[Value], build: Build, *,
             int_kernels: bool = False) -> list[Value]:
     """``build``'s data-movement operations applied exactly to ``values`` of one dtype.
 
-    Float values go through as they are; booleans as 0.0 / 1.0 and back (``!= 0``); 32-bit
+    Float and quantised values go through as they are; booleans as 0.0 / 1.0 and back (``!= 0``); 32-bit
     integers as they are when ``int_kernels`` (the operations take TENSOR_INT32), else as the
     float32 halves ``hi = x // 65536`` and ``lo = x - hi * 65536``, each moved by ``build``,
     then ``hi * 65536 + lo`` (data movement commutes with the split). Results keep the ONNX
     dtype of ``values`` (int64 stays int64).
     """
     dtype = values[0].dtype
+    if values[0].quant is not None:  # NNAPI moves quantised data itself, keeping the params
+        return build(list(values), lambda c: _quantized_fill(n, c))
     if dtype in SMALL_INTS:  # moved as the int32 values they are held as
         moved = carried(n, [as_int32(v) for v in values], build, int_kernels=int_kernels)
         return [retagged(y, dtype) for y in moved]
@@ -140,6 +142,14 @@ def carried(n: NodeContext, values: Sequence[Value], build: Build, *,
         lows = build([lo for _, lo in halves], lambda c: float(int(c) % _HALF))
         return [_int_joined(n, h, lo, dtype) for h, lo in zip(highs, lows, strict=True)]
     n.fail(f"{dtype} tensors are not supported")
+
+
+def _quantized_fill(n: NodeContext, c: float) -> float:
+    """A fill constant of quantised data: only the real 0 (the zero point, which NNAPI's PAD
+    fills quantised tensors with) has an exact quantised value whatever the scale."""
+    if c != 0:
+        n.fail(f"filling quantised data with {c} is not supported (only with 0)")
+    return 0.0
 
 
 def _bool_as_float(n: NodeContext, v: Value) -> Value:

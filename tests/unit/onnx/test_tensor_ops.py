@@ -136,7 +136,8 @@ def _fold(case: Case, data: dict[str, Array], params: dict[str, Array]) -> list[
     for k, v in {**data, **params}.items():
         graph.define(Value(k, v.dtype, v.shape, const=v))
     failed: list[Any] = []
-    convert_nodes(graph, model.graph.node, case.opset, failed)
+    convert_nodes(graph, model.graph.node, case.opset, failed,
+                  outputs=[o.name for o in model.graph.output])
     assert not failed, failed
     outputs = [graph.lookup(f"y{i}") for i in range(case.outputs)]
     assert all(v.known for v in outputs), "the node did not fold"
