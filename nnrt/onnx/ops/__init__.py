@@ -8,6 +8,7 @@ from nnrt.onnx.ops import linear as linear
 from nnrt.onnx.ops import normalization as normalization
 from nnrt.onnx.ops import pooling as pooling
 from nnrt.onnx.ops import qdq as qdq
+from nnrt.onnx.ops import qdynamic as qdynamic
 from nnrt.onnx.ops import qlinear as qlinear
 from nnrt.onnx.ops import ranking as ranking
 from nnrt.onnx.ops import recurrent as recurrent
@@ -25,6 +26,7 @@ __all__ = [
     "normalization",
     "pooling",
     "qdq",
+    "qdynamic",
     "qlinear",
     "ranking",
     "recurrent",

@@ -27,7 +27,8 @@ from nnrt.onnx.node import NodeContext, converter
 from nnrt.onnx.ops.dynamic import dims_like
 from nnrt.onnx.qparams import QParams
 
-__all__ = ["gemm", "known_product", "matmul", "require_float", "reshape", "transpose"]
+__all__ = ["gemm", "known_product", "matmul", "matmul_by", "require_float", "reshape",
+           "transpose"]
 
 Array = np.ndarray[Any, Any]
 
@@ -128,11 +129,11 @@ def matmul(n: NodeContext) -> list[Value]:
     if k_a and k_b and k_a != k_b:
         n.fail(f"inner dimensions differ: A is {list(a.shape)}, B is {list(b.shape)}")
     if b.const is not None and b.rank <= 2:
-        return [_fully_connected(n, a, b.const)]
+        return [matmul_by(n, a, b.const)]
     return [_batch_matmul(n, a, b)]
 
 
-def _fully_connected(n: NodeContext, a: Value, b: Array) -> Value:
+def matmul_by(n: NodeContext, a: Value, b: Array) -> Value:
     """``a @ b`` for a known ``b`` of rank 1 or 2, as FULLY_CONNECTED on a 2-D ``a``."""
     k = b.shape[0]
     weights = np.ascontiguousarray(b.reshape(k, -1).T)  # [units, in]

@@ -389,3 +389,45 @@ def test_qlinear_conv_and_matmul_are_quantised_nnapi_operations() -> None:
     fc = the(model, Op.FULLY_CONNECTED)
     assert quant(operand(model, fc.inputs[1])) == (T.TENSOR_QUANT8_ASYMM, f32(0.02), 128)
     assert quant(operand(model, fc.outputs[0])) == (T.TENSOR_QUANT8_ASYMM, 0.5, 100)
+
+
+# -- dynamic quantisation --------------------------------------------------------------------
+
+
+def dynamic_model(weights: Array, matrix: Array, x_shape: tuple[int, ...] = (1, 3, 5, 5)
+                  ) -> Any:
+    """x -> DynamicQuantizeLinear -> ConvInteger and (flattened) MatMulInteger."""
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+             helper.make_node("ConvInteger", ["q", "w", "z"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["q", "shape"], ["rows"]),
+             helper.make_node("MatMulInteger", ["rows", "m", "z"], ["d"])]
+    inits = [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(matrix, "m"),
+             numpy_helper.from_array(np.asarray([-1, matrix.shape[0]], np.int64), "shape")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+        [onnx.ValueInfoProto(name=name) for name in ("q", "s", "z", "c", "d")], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def test_dynamic_quantisation_and_integer_products_equal_onnxruntime_exactly() -> None:
+    proto = dynamic_model(RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
+                          RNG.integers(-127, 128, (15, 6)).astype(np.int8))
+    model = nnrt.onnx.load(proto)
+    session = ort.InferenceSession(proto.SerializeToString())
+    ties = np.zeros((1, 3, 5, 5), np.float32)
+    ties.reshape(-1)[:6] = [255.0, 0.5, 1.5, 2.5, -0.0, 3.5]  # scale 1, zero point 0: halves
+    inputs = [ties, np.zeros((1, 3, 5, 5), np.float32)] + [
+        (RNG.standard_normal((1, 3, 5, 5)) * RNG.random() * 4 + RNG.random()).astype(
+            np.float32) for _ in range(8)]
+    for x in inputs:
+        got = nnrt.reference.run(model, {"x": x})
+        want = session.run(None, {"x": x})
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.asarray(g).reshape(w.shape), w)
+
+
+def test_integer_products_float32_cannot_hold_exactly_are_reported() -> None:
+    proto = dynamic_model(np.full((4, 3, 3, 3), 127, np.int8), np.full((600, 6), 127, np.int8),
+                          (1, 3, 10, 20))  # 255 * 127 * 600 > 2**24
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="MatMulInteger .*beyond the 2"):
+        nnrt.onnx.load(proto)
