@@ -7,9 +7,9 @@ exactly with float32 and int32 operations instead, the uint8 results held as TEN
 (:mod:`nnrt.onnx.smallint`):
 
 * DynamicQuantizeLinear: ``scale = (max(x, 0) - min(x, 0)) / 255`` (1 when that range is 0),
-  ``zero_point = round(clamp(-min(x, 0) / scale, 0, 255))`` and ``y = round(clamp(x / scale,
-  -zero_point, 255 - zero_point)) + zero_point`` (REDUCE_MIN / REDUCE_MAX, MINIMUM, MAXIMUM,
-  SUB, DIV in float32, as onnxruntime computes them). ``round`` is half to even, as ONNX
+  ``zero_point = round(clamp(0 - min(x, 0) / scale, 0, 255))`` and ``y = round(clamp(x /
+  scale, 0 - zero_point, 255 - zero_point)) + zero_point`` (REDUCE_MIN / REDUCE_MAX, MINIMUM,
+  MAXIMUM, SUB, DIV in float32, as onnxruntime computes them). ``round`` is half to even, as ONNX
   specifies: ``(v + 1.5 * 2**23) - 1.5 * 2**23``, which IEEE float32 addition rounds to the
   nearest integer, ties to even, for ``|v| < 2**22`` (here ``|v| ≤ 255``).
 * MatMulInteger and ConvInteger: ``(a - a_zero_point)`` and ``(b - b_zero_point)`` (int32
@@ -73,10 +73,10 @@ def dynamic_quantize_linear(n: NodeContext) -> list[Value]:
     flat = g.op(Op.EQUAL, spread, _scalar(0.0), dtype=np.bool_)
     scale = g.op(Op.SELECT, flat, _scalar(1.0), binary(n, Op.DIV, spread, _scalar(255.0)),
                  dtype=_F32)
-    start = g.op(Op.NEG, binary(n, Op.DIV, low, scale))
+    start = binary(n, Op.SUB, _scalar(0.0), binary(n, Op.DIV, low, scale))
     zero = _rounded(n, binary(n, Op.MINIMUM, binary(n, Op.MAXIMUM, start, _scalar(0.0)),
                               _scalar(255.0)))
-    lowest = g.op(Op.NEG, zero)
+    lowest = binary(n, Op.SUB, _scalar(0.0), zero)
     highest = binary(n, Op.SUB, _scalar(255.0), zero)
     ratio = binary(n, Op.DIV, x, scale)
     clamped = binary(n, Op.MINIMUM, binary(n, Op.MAXIMUM, ratio, lowest), highest)
