@@ -51,24 +51,26 @@ def read_qparams(scale: Value | None, zero_point: Value | None, dtype: np.dtype[
     Raises ``NodeUnsupported`` for parameters not known at import time, blocked quantisation,
     non-float32 scales and zero points of another type than the values'.
     """
-    if scale is None or scale.const is None:
+    scales = None if scale is None else scale.const
+    if scales is None:
         raise NodeUnsupported("the scale must be known at import time (NNAPI's quantisation "
                               "parameters are part of the model)")
-    if zero_point is not None and zero_point.const is None:
+    zp = None if zero_point is None else zero_point.const
+    if zero_point is not None and zp is None:
         raise NodeUnsupported("the zero point must be known at import time")
     if int(attributes.get("block_size", 0)):
         raise NodeUnsupported("blocked quantisation (block_size) has no NNAPI equivalent")
-    if scale.const.dtype != np.float32:
-        raise NodeUnsupported(f"{scale.const.dtype} scales are not supported (only float32)")
-    kind = dtype if dtype is not None else (
-        zero_point.const.dtype if zero_point is not None else np.dtype(np.uint8))
-    zp = np.zeros(scale.const.shape, kind) if zero_point is None else zero_point.const
+    if scales.dtype != np.float32:
+        raise NodeUnsupported(f"{scales.dtype} scales are not supported (only float32)")
+    kind = dtype if dtype is not None else (zp.dtype if zp is not None else np.dtype(np.uint8))
+    if zp is None:
+        zp = np.zeros(scales.shape, kind)
     if zp.dtype != kind:
         raise NodeUnsupported(f"the zero point is {zp.dtype}, the values {kind}")
-    if scale.const.size == 1 and zp.size == 1:
-        return QParams(np.dtype(kind), scale.const.reshape(()), zp.reshape(()))
-    if zp.shape != scale.const.shape or scale.const.ndim > 1:
-        raise NodeUnsupported(f"scale {list(scale.const.shape)} and zero point "
+    if scales.size == 1 and zp.size == 1:
+        return QParams(np.dtype(kind), scales.reshape(()), zp.reshape(()))
+    if zp.shape != scales.shape or scales.ndim > 1:
+        raise NodeUnsupported(f"scale {list(scales.shape)} and zero point "
                               f"{list(zp.shape)} must be scalars or equal 1-D vectors")
     axis = int(attributes.get("axis", 1))
     if rank is not None:
@@ -77,7 +79,7 @@ def read_qparams(scale: Value | None, zero_point: Value | None, dtype: np.dtype[
         axis %= rank
     elif axis < 0:
         raise NodeUnsupported(f"a negative axis {axis} needs the input's rank")
-    return QParams(np.dtype(kind), scale.const, zp, axis)
+    return QParams(np.dtype(kind), scales, zp, axis)
 
 
 def quantize_dtype(zero_point: Value | None, attributes: dict[str, Any]) -> np.dtype[Any]:

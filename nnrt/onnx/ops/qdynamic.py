@@ -43,7 +43,7 @@ _F32 = np.dtype(np.float32)
 _I32 = np.dtype(np.int32)
 _U8 = np.dtype(np.uint8)
 #: 1.5 * 2**23: adding it and taking it away rounds a float32 to an integer, ties to even.
-_ROUNDER = np.float32(12582912.0)
+_ROUNDER = 12582912.0
 #: float32 holds every integer of magnitude below this exactly.
 _EXACT = 2**24
 

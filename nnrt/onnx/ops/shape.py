@@ -117,11 +117,12 @@ def carried(n: NodeContext, values: Sequence[Value], build: Build, *,
             int_kernels: bool = False) -> list[Value]:
     """``build``'s data-movement operations applied exactly to ``values`` of one dtype.
 
-    Float and quantised values go through as they are; booleans as 0.0 / 1.0 and back (``!= 0``); 32-bit
-    integers as they are when ``int_kernels`` (the operations take TENSOR_INT32), else as the
-    float32 halves ``hi = x // 65536`` and ``lo = x - hi * 65536``, each moved by ``build``,
-    then ``hi * 65536 + lo`` (data movement commutes with the split). Results keep the ONNX
-    dtype of ``values`` (int64 stays int64).
+    Float and quantised values go through as they are (quantised fills: only 0, the zero
+    point); booleans as 0.0 / 1.0 and back (``!= 0``); 32-bit integers as they are when
+    ``int_kernels`` (the operations take TENSOR_INT32), else as the float32 halves ``hi = x //
+    65536`` and ``lo = x - hi * 65536``, each moved by ``build``, then ``hi * 65536 + lo``
+    (data movement commutes with the split). Results keep the ONNX dtype of ``values`` (int64
+    stays int64).
     """
     dtype = values[0].dtype
     if values[0].quant is not None:  # NNAPI moves quantised data itself, keeping the params

@@ -134,7 +134,7 @@ def test_a_uint8_conv_group_is_one_quantised_conv_2d_between_quantize_and_dequan
 def test_int8_activations_with_per_channel_weights_take_symm_per_channel_filters() -> None:
     w = RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
     scales = np.asarray([0.01, 0.02, 0.03, 0.04], np.float32)
-    proto, x_scale = conv_model(np.int8, w, scales, np.zeros(4, np.int8), 0)
+    proto, _ = conv_model(np.int8, w, scales, np.zeros(4, np.int8), 0)
     model = nnrt.onnx.load(proto)
     conv = the(model, Op.CONV_2D)
     x, filt, bias = (operand(model, i) for i in conv.inputs[:3])
@@ -429,5 +429,5 @@ def test_dynamic_quantisation_and_integer_products_equal_onnxruntime_exactly() -
 def test_integer_products_float32_cannot_hold_exactly_are_reported() -> None:
     proto = dynamic_model(np.full((4, 3, 3, 3), 127, np.int8), np.full((600, 6), 127, np.int8),
                           (1, 3, 10, 20))  # 255 * 127 * 600 > 2**24
-    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="MatMulInteger .*beyond the 2"):
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match=r"MatMulInteger .*beyond the 2"):
         nnrt.onnx.load(proto)
