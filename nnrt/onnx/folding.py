@@ -34,7 +34,7 @@ from nnrt.onnx.graph import Graph, Value
 from nnrt.onnx.node import FOLDS, NodeContext, node_attributes
 from nnrt.onnx.qparams import QParams
 
-__all__ = ["FoldPlan", "fold_group", "read_qparams"]
+__all__ = ["FoldPlan", "fold_group", "quantize_dtype", "quantized_inputs", "read_qparams"]
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _QUANT_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -140,6 +140,46 @@ class FoldPlan:
             return read_qparams(values[1], values[2], dtype, attributes, None)
         except NodeUnsupported:
             return None
+
+
+#: Operators reading a quantised tensor with its parameters: input index -> (scale, zero
+#: point) input indices.
+_QUANTISED_READS = {"DequantizeLinear": {0: (1, 2)}, "QLinearConv": {0: (1, 2), 3: (4, 5)},
+                    "QLinearMatMul": {0: (1, 2), 3: (4, 5)}}
+
+
+def quantized_inputs(graph: Graph, nodes: Sequence[Any], names: Collection[str],
+                     uses: Callable[[Any], Iterable[str]]) -> dict[str, QParams]:
+    """The 8-bit graph inputs among ``names`` that only DequantizeLinear / QLinear nodes read,
+    all with the same per-tensor parameters: those parameters, by input name (such an input
+    becomes an NNAPI quantised operand). ``uses(node)``: every name a node reads, its
+    subgraphs' included."""
+    found: dict[str, QParams | None] = {}
+    for node in nodes:
+        reads = _QUANTISED_READS.get(node.op_type, {}) if node.domain in _DEFAULT_DOMAINS \
+            else {}
+        direct = {name: k for k, name in enumerate(node.input)}
+        for name in uses(node):
+            if name not in names:
+                continue
+            k = direct.get(name, -1)
+            params = _read_params(graph, node, reads[k]) if k in reads else None
+            previous = found.get(name, params)
+            if params is None or previous is None or not previous.same(params):
+                found[name] = None
+            else:
+                found[name] = params
+    return {name: params for name, params in found.items() if params is not None}
+
+
+def _read_params(graph: Graph, node: Any, where: tuple[int, int]) -> QParams | None:
+    scale, zero_point = (graph.values.get(node.input[i]) if i < len(node.input) else None
+                         for i in where)
+    try:
+        params = read_qparams(scale, zero_point, None, {}, None)
+    except NodeUnsupported:
+        return None
+    return None if params.per_axis or params.dtype not in _QUANT_DTYPES else params
 
 
 def fold_group(graph: Graph, node: Any, opset: int, plan: FoldPlan) -> bool:

@@ -201,15 +201,23 @@ class Graph:
         return Value(name, arr.dtype, tuple(arr.shape), const=arr)
 
     def add_input(self, name: str, dtype: np.dtype[Any], shape: Sequence[int],
-                  dim_names: Sequence[str | None] = ()) -> Value:
-        """Declare a model input (dims of 0 are unknown; ``dim_names`` names them)."""
-        op_type = operand_type_for(dtype)
+                  dim_names: Sequence[str | None] = (), quant: QParams | None = None) -> Value:
+        """Declare a model input (dims of 0 are unknown; ``dim_names`` names them); ``quant``:
+        a quantised one (uint8 / int8 per tensor)."""
         dims = tuple(int(d) for d in shape) or (1,)
         labelled = tuple(n if n and not d else d for d, n in zip(
             dims, dim_names, strict=False)) + dims[len(dim_names):]
-        tensor = self.builder.input(name, labelled, "int64" if dtype == np.int64 else op_type)
+        if quant is not None and quant.operand_type() is not None and not quant.per_axis:
+            tensor = self.builder.input(name, labelled, quant.operand_type() or T.TENSOR_INT32,
+                                        scale=quant.scale_value,
+                                        zero_point=quant.zero_point_value)
+        else:
+            quant = None
+            tensor = self.builder.input(name, labelled, "int64" if dtype == np.int64 else
+                                        operand_type_for(dtype))
         self._inputs.append(tensor.index)
-        value = Value(name, np.dtype(dtype), tuple(int(d) for d in shape), tensor=tensor)
+        value = Value(name, np.dtype(dtype), tuple(int(d) for d in shape), tensor=tensor,
+                      quant=quant)
         self.define(value)
         return value
 

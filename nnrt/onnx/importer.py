@@ -26,7 +26,7 @@ from nnrt.onnx.errors import (
     UnsupportedNode,
     UnsupportedOnnxModel,
 )
-from nnrt.onnx.folding import FoldPlan, fold_group
+from nnrt.onnx.folding import FoldPlan, fold_group, quantized_inputs
 from nnrt.onnx.graph import Graph, Value
 from nnrt.onnx.node import (
     CONVERTERS,
@@ -35,6 +35,7 @@ from nnrt.onnx.node import (
     NodeContext,
     node_attributes,
 )
+from nnrt.onnx.qparams import QParams
 from nnrt.onnx.weights import WeightPools
 
 __all__ = ["MAX_OPSET", "MIN_OPSET", "convert_nodes", "graph_inputs", "load", "node_attributes",
@@ -82,7 +83,9 @@ def _import(proto: Any, declared: int, pools: WeightPools,
         raise BadData(str(exc)) from None
     for name, array in initializers.items():
         graph.define(Value(name, array.dtype, tuple(array.shape), const=array))
-    _declare_inputs(graph, proto.graph.input, set(initializers), input_shapes)
+    quantized = quantized_inputs(graph, proto.graph.node, {i.name for i in proto.graph.input},
+                                 lambda node: (*node.input, *subgraph_inputs(node)))
+    _declare_inputs(graph, proto.graph.input, set(initializers), input_shapes, quantized)
     dims = {name: v.shape for name, v in graph.values.items() if v.tensor is not None}
     graph.infer_shapes = lambda: _inferred_shapes(proto, dims)
     unsupported = _unknown_operators(proto.graph.node, declared)
@@ -270,7 +273,8 @@ def _adds_types_only(before: Any, after: Any) -> bool:
 
 
 def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
-                    shapes: Mapping[str, Sequence[int]]) -> None:
+                    shapes: Mapping[str, Sequence[int]],
+                    quantized: Mapping[str, QParams]) -> None:
     names = set()
     for value_info in inputs:
         name = value_info.name
@@ -299,7 +303,9 @@ def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
         named = [d.dim_param or None if not dim else None
                  for d, dim in zip(tensor_type.shape.dim, declared, strict=True)]
         try:
-            graph.add_input(name, dtype, declared, named)
+            params = quantized.get(name)
+            graph.add_input(name, dtype, declared, named,
+                            params if params is not None and params.dtype == dtype else None)
         except ValueError as exc:
             raise UnsupportedOnnxModel([UnsupportedNode("(input)", name, str(exc))]) from None
     extra = set(shapes) - names

@@ -332,18 +332,32 @@ def test_quantize_then_dequantize_runs_and_agrees_with_onnxruntime_off_ties() ->
     assert np.all(steps[~ties] < 1e-4)
 
 
-def test_dequantize_of_a_uint8_graph_input_is_exact_float_arithmetic() -> None:
-    s, z = "s", "z"
+@pytest.mark.parametrize("also_cast", [False, True])
+def test_a_uint8_graph_input_only_dequantized_is_a_quantised_input(also_cast: bool) -> None:
+    """Read only by DequantizeLinear: a TENSOR_QUANT8_ASYMM input (DEQUANTIZE); read by
+    anything else too: a TENSOR_INT32 one, dequantised in exact float arithmetic."""
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    outputs = [onnx.ValueInfoProto(name="y")]
+    if also_cast:
+        nodes.append(helper.make_node("Cast", ["q"], ["f"], to=TensorProto.FLOAT))
+        outputs.append(onnx.ValueInfoProto(name="f"))
     graph = helper.make_graph(
-        [helper.make_node("DequantizeLinear", ["q", s, z], ["y"])], "g",
-        [helper.make_tensor_value_info("q", TensorProto.UINT8, [3, 4])],
-        [onnx.ValueInfoProto(name="y")],
-        [numpy_helper.from_array(np.float32(0.3), s), numpy_helper.from_array(np.uint8(77), z)])
+        nodes, "g", [helper.make_tensor_value_info("q", TensorProto.UINT8, [3, 4])], outputs,
+        [numpy_helper.from_array(np.float32(0.3), "s"), numpy_helper.from_array(np.uint8(77),
+                                                                                "z")])
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    model = nnrt.onnx.load(proto)
+    declared = operand(model, model.inputs[0])
+    if also_cast:
+        assert declared.type == T.TENSOR_INT32
+    else:
+        assert quant(declared) == (T.TENSOR_QUANT8_ASYMM, f32(0.3), 77)
+        assert ops(model) == [Op.DEQUANTIZE]
     q = RNG.integers(0, 256, (3, 4)).astype(np.uint8)
-    (got,) = nnrt.reference.run(nnrt.onnx.load(proto), {"q": q})
-    (want,) = ort.InferenceSession(proto.SerializeToString()).run(None, {"q": q})
-    np.testing.assert_array_equal(got, want)
+    got = nnrt.reference.run(model, {"q": q})
+    want = ort.InferenceSession(proto.SerializeToString()).run(None, {"q": q})
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("what, attrs, match", [
@@ -431,3 +445,20 @@ def test_integer_products_float32_cannot_hold_exactly_are_reported() -> None:
                           (1, 3, 10, 20))  # 255 * 127 * 600 > 2**24
     with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match=r"MatMulInteger .*beyond the 2"):
         nnrt.onnx.load(proto)
+
+
+def test_a_qlinear_model_with_uint8_inputs_and_outputs_is_quantised_end_to_end() -> None:
+    inits = {"as": np.float32(0.1), "az": np.uint8(128), "b": RNG.integers(
+        0, 256, (4, 3)).astype(np.uint8), "bs": np.float32(0.02), "bz": np.uint8(120),
+        "ys": np.float32(0.25), "yz": np.uint8(10)}
+    graph = helper.make_graph(
+        [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"],
+                          ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, 3])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    model = nnrt.onnx.load(proto)
+    assert ops(model) == [Op.FULLY_CONNECTED]
+    assert quant(operand(model, model.inputs[0])) == (T.TENSOR_QUANT8_ASYMM, f32(0.1), 128)
+    assert quant(operand(model, model.outputs[0])) == (T.TENSOR_QUANT8_ASYMM, 0.25, 10)
