@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.onnx.errors import NodeUnsupported
+from nnrt.onnx.errors import NeedsConstant, NodeUnsupported
 from nnrt.onnx.graph import Graph, Value
 from nnrt.onnx.node import FOLDS, NodeContext, node_attributes
 from nnrt.onnx.qparams import QParams
@@ -53,11 +53,12 @@ def read_qparams(scale: Value | None, zero_point: Value | None, dtype: np.dtype[
     """
     scales = None if scale is None else scale.const
     if scales is None:
-        raise NodeUnsupported("the scale must be known at import time (NNAPI's quantisation "
-                              "parameters are part of the model)")
+        raise NeedsConstant("the scale must be known at import time (NNAPI's quantisation "
+                            "parameters are part of the model)")
     zp = None if zero_point is None else zero_point.const
     if zero_point is not None and zp is None:
-        raise NodeUnsupported("the zero point must be known at import time")
+        raise NeedsConstant("the zero point must be known at import time (NNAPI's "
+                            "quantisation parameters are part of the model)")
     if int(attributes.get("block_size", 0)):
         raise NodeUnsupported("blocked quantisation (block_size) has no NNAPI equivalent")
     if scales.dtype != np.float32:

@@ -63,11 +63,18 @@ def _params(n: NodeContext, dtype: np.dtype[Any] | None, rank: int | None) -> QP
     return read_qparams(n.input(1), zero_point, dtype, attributes, rank)
 
 
-@converter("QuantizeLinear", lazy=True)
+#: TensorProto.FLOAT: the only ``precision`` (QuantizeLinear) and ``output_dtype``
+#: (DequantizeLinear) of opset 23 nnrt computes in, besides 0 (the scale's type, float32).
+_FLOAT = 1
+
+
+@converter("QuantizeLinear", lazy=True, newest=25)
 def quantize_linear(n: NodeContext) -> list[Value]:
     """QuantizeLinear to uint8 / int8 (see the module docstring)."""
     x = n.input(0)
     n.attr("saturate")  # only for float8 outputs
+    if int(n.attr("precision", 0)) not in (0, _FLOAT):
+        n.fail(f"precision {n.attr('precision')} is not supported (float32 is)")
     zero_point = n.input(2) if n.has_input(2) else None
     dtype = quantize_dtype(zero_point, {"output_dtype": n.attr("output_dtype", 0)})
     params = _params(n, dtype, x.rank)
@@ -85,10 +92,12 @@ def quantize_linear(n: NodeContext) -> list[Value]:
     return [n.graph.op(Op.QUANTIZE, x, quant=params, shape=x.shape if not x.shape else None)]
 
 
-@converter("DequantizeLinear", lazy=True)
+@converter("DequantizeLinear", lazy=True, newest=25)
 def dequantize_linear(n: NodeContext) -> list[Value]:
     """DequantizeLinear (see the module docstring)."""
     x = n.input(0)
+    if int(n.attr("output_dtype", 0)) not in (0, _FLOAT):
+        n.fail(f"output_dtype {n.attr('output_dtype')} is not supported (float32 is)")
     params = _params(n, x.dtype, x.rank)
     if x.quant is not None:
         if not params.same(x.quant):

@@ -160,15 +160,22 @@ def matmul(n: NodeContext, out: QParams) -> Sequence[Value] | None:
     tensors."""
     a = quantized_source(n.inputs[0], runtime=True)
     b = quantized_source(n.inputs[1] if n.n_inputs > 1 else None)
-    if a is None or b is None or a.quant is None or b.quant is None:
+    if a is None or b is None:
         return None
-    if b.const is not None:
-        y = quantized_product(n, a, b, None, out)
-        return None if y is None else [y]
-    if a.rank < 2 or a.rank != b.rank or a.shape[:-2] != b.shape[:-2] or not (
+    y = _product(n, a, b, out)
+    return None if y is None else [y]
+
+
+def _product(n: NodeContext, a: Value, b: Value, out: QParams) -> Value | None:
+    """Quantised ``a @ b``: FULLY_CONNECTED for known 2-D ``b``, else BATCH_MATMUL of int8
+    operands of equal batch dims (per tensor), or None."""
+    if b.const is not None and b.rank == 2:
+        return quantized_product(n, a, b, None, out)
+    if a.quant is None or b.quant is None or b.quant.per_axis or a.rank < 2 or (
+            a.rank != b.rank) or a.shape[:-2] != b.shape[:-2] or not (
             a.quant.dtype == b.quant.dtype == out.dtype == np.int8):
         return None
-    return [n.graph.op(Op.BATCH_MATMUL, a, b, False, False, quant=out)]
+    return n.graph.op(Op.BATCH_MATMUL, a, b, False, False, quant=out)
 
 
 @fold("Gemm")
@@ -249,12 +256,7 @@ def qlinear_matmul(n: NodeContext) -> list[Value]:
     out = _output_params(n, 6, a.dtype)
     if a.quant is None or b.quant is None:
         n.fail("a and b must be quantised")
-    y: Value | None = None
-    if b.const is not None:
-        y = quantized_product(n, a, b, None, out)
-    elif a.rank >= 2 and a.rank == b.rank and a.shape[:-2] == b.shape[:-2] and (
-            a.quant.dtype == b.quant.dtype == out.dtype == np.int8):
-        y = n.graph.op(Op.BATCH_MATMUL, a, b, False, False, quant=out)
+    y = _product(n, a, b, out)
     if y is None:
         n.fail(f"NNAPI has no exact quantised product of {a.quant.describe()} by "
                f"{b.quant.describe()} into {out.describe()} (known 2-D weights, or two int8 "
