@@ -14,6 +14,7 @@ from nnrt.testing.cases import (
     matmul,
     nnapi_conv,
     nnapi_data,
+    nnapi_detection,
     nnapi_elementwise,
     normalization,
     pad,
@@ -35,7 +36,7 @@ from nnrt.testing.spec import OpCase
 __all__ = ["all_cases"]
 
 _FAMILIES = (activation, binary, comparison, control, conv, conversion, extension, gather, matmul,
-             nnapi_conv, nnapi_data, nnapi_elementwise, normalization, pad, pooling, rank6,
+             nnapi_conv, nnapi_data, nnapi_detection, nnapi_elementwise, normalization, pad, pooling, rank6,
              reduce, reshape, resize, sequence_lstm, slicing, softmax, space, tensor,
              transpose_conv, unary)
 
