@@ -109,9 +109,10 @@ def _transform(ctx: ExecutionContext) -> Array:
     info = as_float32(ctx.tensor(IMAGE_INFO), ctx.operand(IMAGE_INFO))
     index = _batch_indices(ctx, BATCHES, info.shape[0])
     _expect_corners(ctx, ROI, rois)
-    n = rois.shape[0]
-    moved = transform_boxes(rois, deltas.reshape(n, -1, 4), info[index, 0], info[index, 1])
-    return from_float32(moved.reshape(n, -1), ctx.output_operand(0))
+    n, width = deltas.shape
+    moved = transform_boxes(rois, deltas.reshape(n, width // 4, 4), info[index, 0],
+                            info[index, 1])
+    return from_float32(moved.reshape(n, width), ctx.output_operand(0))
 
 
 @register(OperationType.AXIS_ALIGNED_BBOX_TRANSFORM,
