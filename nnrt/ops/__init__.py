@@ -33,6 +33,7 @@ from nnrt.ops import (  # noqa: F401 - imported for their registrations
     slicing,
     softmax,
     space,
+    ssd,
     tensor,
     transpose_conv,
     unary,

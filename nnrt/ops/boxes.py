@@ -78,7 +78,8 @@ def from_float32(x: Array, operand: Operand) -> Array:
         q = np.asarray(x, np.float32) / F32(operand.scale) + F32(operand.zero_point)
     q = round_half_away(np.nan_to_num(q.astype(np.float64), nan=float(operand.zero_point)))
     info = np.iinfo(dtype)
-    return np.clip(q, info.min, info.max).astype(dtype)
+    converted: Array = np.clip(q, info.min, info.max).astype(dtype)
+    return converted
 
 
 def expect_box_quant(ctx: OperationContext, *, input: int | None = None,

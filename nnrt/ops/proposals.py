@@ -203,8 +203,8 @@ def _propose(ctx: ExecutionContext) -> list[Array]:
     grid_x = np.arange(width, dtype=np.float32) * F32(ctx.scalar(WIDTH_STRIDE))
     shift = np.stack(np.broadcast_arrays(grid_x[None, :, None], grid_y[:, None, None],
                                          grid_x[None, :, None], grid_y[:, None, None]), -1)
+    _expect_corners(ctx, ANCHORS, anchors)
     rois = (anchors[None, None] + shift).reshape(-1, 4).astype(np.float32)
-    _expect_corners(ctx, ANCHORS, rois)
     pre, post = int(ctx.scalar(PRE_NMS)), int(ctx.scalar(POST_NMS))
     min_size = F32(ctx.scalar(MIN_SIZE))
     step = hard_step(float(ctx.scalar(IOU_THRESHOLD)))

@@ -181,7 +181,8 @@ def _align_roi(ctx: ExecutionContext, image: Array, box: Array, out_h: int, out_
 def _cells(total: Array, out_h: int, out_w: int) -> Array:
     """Sum (Hs, Ws, depth) samples into (out_h, out_w, depth) cells."""
     hs, ws, depth = total.shape
-    return total.reshape(out_h, hs // out_h, out_w, ws // out_w, depth).sum(axis=(1, 3))
+    cells: Array = total.reshape(out_h, hs // out_h, out_w, ws // out_w, depth).sum(axis=(1, 3))
+    return cells
 
 
 def _roi_align(ctx: ExecutionContext, x: Array, boxes: Array, index: Array) -> Array:
