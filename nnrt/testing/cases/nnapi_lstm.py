@@ -9,7 +9,7 @@ named there and in the case name, ``<op>_nnapi_<stem>[_<example>]``). The specs'
 An optional input the spec declares with zero dims and feeds no data is a zero-size model input
 here (NNAPI's way of omitting it, which the kernels must accept); one declared with real dims
 and no data is omitted (NO_VALUE). Outputs a spec ignores get an independent float64 reference
-(:func:`.sequence_lstm.lstm_step_reference`): LSTM's scratch buffer (nnrt's documented gate
+(:mod:`.sequence_lstm`'s): LSTM's scratch buffer (nnrt's documented gate
 layout) and the backward output of ``bidirectional_sequence_lstm_norm_fw_output``. Cases whose
 stem names a V1_2 / V1_3 spec not stored in the mirrors used (batch-major, merged, auxiliary,
 parallel-linking and state-output examples) are derived from the float32 vectors above by the
@@ -27,7 +27,7 @@ import numpy as np
 from nnrt.model.types import OperandType as T
 from nnrt.model.types import OperationType as Op
 from nnrt.testing.cases import nnapi_lstm_data as d
-from nnrt.testing.cases.sequence_lstm import ACTIVATIONS, lstm_reference, lstm_step_reference
+from nnrt.testing.cases.sequence_lstm import lstm_op_reference, lstm_reference
 from nnrt.testing.spec import Arg, OpCase, bools, f32, f32s, i32s, omitted, out
 
 CASES: list[OpCase] = []
@@ -57,19 +57,6 @@ def _literal(values: Sequence[Any], *dims: int) -> Any:
 
 # -- LSTM -----------------------------------------------------------------------------------
 
-def _scratch(args: Sequence[Any]) -> Any:
-    """LSTM's scratch buffer: the step's gate activations, NNAPI's block layout."""
-    weights = [_absent(a) for a in (*args[1:18], *(*args[23:], None, None, None, None)[:4])]
-    g = ACTIVATIONS[args[20]]
-    gates: list[list[Any]] = [[], [], [], []]
-    for x, h, c in zip(args[0], args[18], args[19], strict=True):
-        _, _, step = lstm_step_reference(weights, x, list(h), list(c), g, (args[21], args[22]))
-        for k, gate in enumerate(step):
-            gates[k].append(gate)
-    blocks = [np.asarray(g, np.float64).ravel() for g in gates if g[0] is not None]
-    return np.concatenate(blocks).reshape(len(args[0]), -1)
-
-
 def _lstm(name: str, inputs: Sequence[Arg], units: int, outputs: Sequence[Any]) -> None:
     """An LSTM case: literal output state, cell state and output; the reference scratch."""
     h_out, c_out, result = (np.asarray(o, np.float64) for o in outputs)
@@ -78,7 +65,7 @@ def _lstm(name: str, inputs: Sequence[Arg], units: int, outputs: Sequence[Any]) 
     shapes = [(batch, units * (3 if cifg else 4)), h_out.shape, c_out.shape, result.shape]
 
     def reference(*args: Any) -> list[Any]:
-        return [_scratch(args), h_out, c_out, result]
+        return [lstm_op_reference(*args)[0], h_out, c_out, result]
 
     CASES.append(OpCase(f"lstm_nnapi_{name}", Op.LSTM, tuple(inputs),
                         tuple(out(F32, s) for s in shapes), reference=reference))

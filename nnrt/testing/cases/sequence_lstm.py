@@ -108,6 +108,22 @@ def lstm_reference(*args: Any) -> list[Any]:
     return [seq, np.array(h), np.array(c)]
 
 
+def lstm_op_reference(*args: Any) -> list[Any]:
+    """LSTM's four outputs from its arguments (absent inputs None or empty): the scratch
+    buffer (the gate activations in NNAPI's block layout, input gate absent under CIFG), the
+    output state, the cell state and the output."""
+    weights = [None if a is None or np.size(a) == 0 else a
+               for a in (*args[1:18], *(*args[23:], None, None, None, None)[:4])]
+    rows = [lstm_step_reference(weights, x, [float(v) for v in h], [float(v) for v in c],
+                                ACTIVATIONS[args[20]], (args[21], args[22]))
+            for x, h, c in zip(args[0], args[18], args[19], strict=True)]
+    gates: list[Any] = [[row[2][k] for row in rows] for k in range(4)]
+    blocks = [np.ravel(gate) for gate in gates if gate[0] is not None]
+    h_out = np.array([row[0] for row in rows])
+    return [np.concatenate(blocks).reshape(len(rows), -1), h_out,
+            np.array([row[1] for row in rows]), h_out]
+
+
 def _first(n: int) -> Callable[..., list[Any]]:
     def reference(*args: Any) -> list[Any]:
         return lstm_reference(*args)[:n]
