@@ -8,13 +8,13 @@ named there and in the case name, ``<op>_nnapi_<stem>[_<example>]``). The specs'
 
 An optional input the spec declares with zero dims and feeds no data is a zero-size model input
 here (NNAPI's way of omitting it, which the kernels must accept); one declared with real dims
-and no data is omitted (NO_VALUE). Outputs a spec ignores get an independent float64 reference
-(:mod:`.sequence_lstm`'s): LSTM's scratch buffer (nnrt's documented gate
-layout) and the backward output of ``bidirectional_sequence_lstm_norm_fw_output``. Cases whose
-stem names a V1_2 / V1_3 spec not stored in the mirrors used (batch-major, merged, auxiliary,
-parallel-linking and state-output examples) are derived from the float32 vectors above by the
-transformations those specs apply (transposition, concatenation, zero weights plus an auxiliary
-copy), as their comments say.
+and no data is omitted (NO_VALUE). Outputs a spec ignores get :mod:`.sequence_lstm`'s
+independent float64 reference: LSTM's scratch buffer (nnrt's documented gate layout), the
+backward output of ``bidirectional_sequence_lstm_norm_fw_output`` and the cell states of the
+V1_3 state outputs. Cases whose stem names a V1_2 / V1_3 spec not stored in the mirrors used
+(batch-major, merged, auxiliary, parallel-linking and state-output examples) are derived from
+the transcribed vectors by the transformations those specs apply (transposition,
+concatenation, zero weights plus an auxiliary copy), as their comments say.
 """
 
 from __future__ import annotations

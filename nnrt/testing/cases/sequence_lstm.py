@@ -2,7 +2,9 @@
 
 The expected outputs come from NNAPI's published layer-normalisation example and, for the other
 cases, from a float64 reference written here with scalar loops over batches and units,
-independently of the kernel (nnrt/ops/sequence_lstm.py).
+independently of the kernels (nnrt/ops/lstm_cell.py). The other LSTM case files use it too:
+:func:`lstm_step_reference` (one step), :func:`lstm_reference` (a sequence) and
+:func:`lstm_op_reference` (LSTM's outputs, its scratch buffer included).
 """
 
 from __future__ import annotations
