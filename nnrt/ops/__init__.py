@@ -8,6 +8,8 @@ against is the internal :mod:`nnrt.ops._framework`.
 
 from nnrt.ops import (  # noqa: F401 - imported for their registrations
     activation,
+    bidirectional_lstm,
+    bidirectional_rnn,
     binary,
     comparison,
     control,
@@ -19,6 +21,7 @@ from nnrt.ops import (  # noqa: F401 - imported for their registrations
     gather_nd,
     keypoint,
     layer_norm,
+    lstm,
     matmul,
     normalization,
     pad,
@@ -27,6 +30,7 @@ from nnrt.ops import (  # noqa: F401 - imported for their registrations
     reduce,
     reshape,
     resize,
+    rnn,
     roi,
     sequence_lstm,
     shape_op,
@@ -34,6 +38,7 @@ from nnrt.ops import (  # noqa: F401 - imported for their registrations
     softmax,
     space,
     ssd,
+    svdf,
     tensor,
     transpose_conv,
     unary,

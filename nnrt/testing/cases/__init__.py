@@ -17,10 +17,13 @@ from nnrt.testing.cases import (
     nnapi_data,
     nnapi_detection,
     nnapi_elementwise,
+    nnapi_lstm,
+    nnapi_rnn,
     normalization,
     pad,
     pooling,
     rank6,
+    recurrent,
     reduce,
     reshape,
     resize,
@@ -36,10 +39,39 @@ from nnrt.testing.spec import OpCase
 
 __all__ = ["all_cases"]
 
-_FAMILIES = (activation, binary, comparison, control, conv, conversion, detection, extension,
-             gather, matmul, nnapi_conv, nnapi_data, nnapi_detection, nnapi_elementwise,
-             normalization, pad, pooling, rank6, reduce, reshape, resize, sequence_lstm, slicing,
-             softmax, space, tensor, transpose_conv, unary)
+_FAMILIES = (
+    activation,
+    binary,
+    comparison,
+    control,
+    conv,
+    conversion,
+    detection,
+    extension,
+    gather,
+    matmul,
+    nnapi_conv,
+    nnapi_data,
+    nnapi_detection,
+    nnapi_elementwise,
+    nnapi_lstm,
+    nnapi_rnn,
+    normalization,
+    pad,
+    pooling,
+    rank6,
+    recurrent,
+    reduce,
+    reshape,
+    resize,
+    sequence_lstm,
+    slicing,
+    softmax,
+    space,
+    tensor,
+    transpose_conv,
+    unary,
+)
 
 
 def all_cases() -> list[OpCase]:
