@@ -153,8 +153,8 @@ def _clamped(values: Sequence[float], act: int) -> list[float]:
 class _Float:
     """A float example of a convolution spec: input, filter, bias, parameters and output."""
 
-    x: tuple[Sequence[float], tuple[int, ...]]
-    w: tuple[Sequence[float], tuple[int, ...]]
+    x: tuple[Any, tuple[int, ...]]
+    w: tuple[Any, tuple[int, ...]]
     b: Sequence[float]
     #: Inputs after the bias (scalar parameters; TRANSPOSE_CONV_2D's output_shape first).
     tail: tuple[Arg, ...]
@@ -499,7 +499,8 @@ for _stem, (_xq, _wq, _oq) in _TC_Q8.items():
     _quantised(f"transpose_conv_2d_nnapi_transpose_conv2d{_stem}", Op.TRANSPOSE_CONV_2D,
                _TC[_stem], {"quant8": (_xq, _wq, _oq)})
     # nnrt: the same as TENSOR_QUANT8_ASYMM_SIGNED (zero points - 128) and per channel.
-    _signed = tuple(s8(q.scale, q.zero_point - 128) for q in (_xq, _wq, _oq))
+    _signed = (s8(_xq.scale, _xq.zero_point - 128), s8(_wq.scale, _wq.zero_point - 128),
+               s8(_oq.scale, _oq.zero_point - 128))
     _quantised(f"transpose_conv_2d_nnrt_signed_transpose_conv2d{_stem}", Op.TRANSPOSE_CONV_2D,
                _TC[_stem], {"quant8_signed": _signed,
                             "channel_quant8_signed": (_signed[0], chan(0, _wq.scale),

@@ -43,7 +43,7 @@ def _pool(op: Op, name: str, x: tuple[Any, tuple[int, ...]], params: Sequence[in
         layout=len(params) + 1 if layout else None, variants=variants)
 
 
-def _literal(op: Op, name: str, x: Sequence[int], dims: tuple[int, ...], params: Sequence[int],
+def _literal(op: Op, name: str, x: Any, dims: tuple[int, ...], params: Sequence[int],
              out_dims: tuple[int, ...], expected: Sequence[int], q: Q, *,
              exact: bool = False) -> None:
     """A V1_0-style pooling example: literal quantised values, no layout input."""
@@ -144,7 +144,7 @@ for _stem, _variation, _make, _z in (("v1_2", "quant8", u8, 0),
 # (quant8_signed): tests 1 and 2 by output size and by scale with NCHW twins, test 3 without
 # the layout input. 1.666... quantises to 167 (signed: 39); NNAPI computes 166.67 (38.67) and
 # truncates: one step, within tolerance.
-_RB_1 = ([1.0, 1.0, 2.0, 2.0], (1, 2, 2, 1), [1, 1, 1, 5 / 3, 5 / 3, 5 / 3, 2, 2, 2],
+_RB_1: tuple[Any, tuple[int, ...], Any, tuple[int, ...]] = ([1.0, 1.0, 2.0, 2.0], (1, 2, 2, 1), [1, 1, 1, 5 / 3, 5 / 3, 5 / 3, 2, 2, 2],
          (1, 3, 3, 1))
 _RB_2 = ([3, 4, 6, 10, 9, 10, 12, 16], (1, 2, 2, 2),
          [3, 4, 5, 8, 6, 10, 7, 8, 9, 12, 10, 14, 9, 10, 11, 14, 12, 16], (1, 3, 3, 2))
@@ -162,7 +162,8 @@ for _stem, _variation, _make, _z in (("resize_bilinear_v1_2", "quant8", u8, 0),
 # -- RESIZE_NEAREST_NEIGHBOR ------------------------------------------------------------------
 # V1_2/resize_nearest_neighbor.mod.py (quant8) and V1_3/resize_quant8_signed.mod.py
 # (quant8_signed): tests 1-8 by output size (width, height) and by scale, NHWC and NCHW.
-_RN_TESTS = (
+_RN_TESTS: tuple[tuple[Any, tuple[int, ...], tuple[int, int], tuple[float, float], list[int],
+                       tuple[int, ...]], ...] = (
     ([1, 2, 3, 4], (1, 2, 2, 1), (1, 1), (0.5, 0.5), [1], (1, 1, 1, 1)),
     ([1, 2, 3, 4], (1, 2, 2, 1), (3, 3), (1.5, 1.5), [1, 1, 2, 1, 1, 2, 3, 3, 4], (1, 3, 3, 1)),
     (range(1, 10), (1, 3, 3, 1), (2, 2), (0.8, 0.8), [1, 2, 4, 5], (1, 2, 2, 1)),
