@@ -16,6 +16,7 @@ from nnrt.testing.cases import (
     nnapi_data,
     nnapi_elementwise,
     nnapi_quant_conv,
+    nnapi_quant_matmul,
     nnapi_quant_pool,
     normalization,
     pad,
@@ -37,9 +38,9 @@ from nnrt.testing.spec import OpCase
 __all__ = ["all_cases"]
 
 _FAMILIES = (activation, binary, comparison, control, conv, conversion, extension, gather, matmul,
-             nnapi_conv, nnapi_data, nnapi_elementwise, nnapi_quant_conv, nnapi_quant_pool,
-             normalization, pad, pooling, rank6, reduce, reshape, resize, sequence_lstm, slicing,
-             softmax, space, tensor, transpose_conv, unary)
+             nnapi_conv, nnapi_data, nnapi_elementwise, nnapi_quant_conv, nnapi_quant_matmul,
+             nnapi_quant_pool, normalization, pad, pooling, rank6, reduce, reshape, resize,
+             sequence_lstm, slicing, softmax, space, tensor, transpose_conv, unary)
 
 
 def all_cases() -> list[OpCase]:
