@@ -22,10 +22,11 @@ and ceil neighbours; nearest neighbour takes ``floor`` (``round`` half away from
 align_corners) clamped to the input.
 
 Quantised inputs (the output shares their scale and zero point) are resized on the stored
-integers, as NNAPI's CPU executor does: nearest neighbour copies them; bilinear evaluates TFLite's
-reference expression ``v00 * (1 - dy) * (1 - dx) + v10 * dy * (1 - dx) + v01 * (1 - dy) * dx +
-v11 * dy * dx`` in float32, in that order, and converts the result to the integer type by
-truncation toward zero (a C cast), not rounding.
+integers, as NNAPI's CPU executor does: nearest neighbour copies them; bilinear runs the TFLite
+reference kernel it calls for every type, which evaluates ``v00 * (1 - dy) * (1 - dx) + v10 * dy
+* (1 - dx) + v01 * (1 - dy) * dx + v11 * dy * dx`` in float32, in that order, and converts the
+result to the integer type with a C cast: truncation toward zero, not rounding (NNAPI's expected
+values, rounded by its test generator, are within its one-step tolerance of it).
 """
 
 from __future__ import annotations
