@@ -124,6 +124,13 @@ def test_per_channel_quant_params() -> None:
     m.set_operand_symm_per_channel_quant_params(i, 0, [0.5, 0.25, 1.0])
     quant = m.operand(i).channel_quant
     assert quant is not None and quant.scales == (0.5, 0.25, 1.0)
+    # As in NNAPI, only TENSOR_QUANT8_SYMM_PER_CHANNEL takes them; the message says why a
+    # per-channel convolution's bias (whose scales NNAPI's specs list as hidden) does not.
+    bias = m.add_operand(T.TENSOR_INT32, (3,))
+    with pytest.raises(nnrt.BadData, match=r"operand 1 .*needs TENSOR_QUANT8_SYMM_PER_CHANNEL, "
+                                           r"got TENSOR_INT32 \(the INT32 bias of a per-channel "
+                                           r"convolution takes scale 0"):
+        m.set_operand_symm_per_channel_quant_params(bias, 0, [0.25, 0.125, 0.5])
 
 
 def test_subgraph_operand_takes_a_finished_model() -> None:
