@@ -462,3 +462,92 @@ def test_a_qlinear_model_with_uint8_inputs_and_outputs_is_quantised_end_to_end()
     assert ops(model) == [Op.FULLY_CONNECTED]
     assert quant(operand(model, model.inputs[0])) == (T.TENSOR_QUANT8_ASYMM, f32(0.1), 128)
     assert quant(operand(model, model.outputs[0])) == (T.TENSOR_QUANT8_ASYMM, 0.25, 10)
+
+
+# -- each folded group computes what onnxruntime computes -----------------------------------
+
+
+def _single(op: str, act: Any, same: bool = True, **attrs: Any) -> tuple[Any, float]:
+    """Q/DQ -> ``op`` -> Q/DQ on x [2, 4, 6, 6]: the model and its output step."""
+    g = Qdq(act)
+    zp = 9 if np.dtype(act) == np.uint8 else -9
+    x = g.qdq("x", 0.04, zp)
+    extra: list[str] = []
+    if op in ("Add", "Mul"):
+        extra = [g.qdq("x2", 0.03, zp + 5)]
+    elif op == "Concat":
+        extra = [g.qdq("x2", 0.03, zp + 5)]
+    elif op == "Reshape":
+        extra = [g.const(np.asarray([2, -1], np.int64))]
+    (y,) = g.node(op, [x, *extra], **attrs)
+    if op in ("Sigmoid", "Softmax"):
+        scale, out_zp = 1 / 256, (0 if np.dtype(act) == np.uint8 else -128)
+    else:
+        scale, out_zp = (0.04, zp) if same else (0.05, zp + 3)
+    inputs = {"x": (2, 4, 6, 6)} | ({"x2": (2, 4, 6, 6)} if extra and op != "Reshape" else {})
+    return g.model(inputs, g.qdq(y, scale, out_zp)), scale
+
+
+GROUPS = {
+    "Add": ("Add", {}, False), "Mul": ("Mul", {}, False),
+    "Concat": ("Concat", {"axis": 1}, False), "Reshape": ("Reshape", {}, True),
+    "MaxPool": ("MaxPool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, True),
+    "AveragePool": ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}, True),
+    "GlobalAveragePool": ("GlobalAveragePool", {}, True),
+    "Relu": ("Relu", {}, True), "Sigmoid": ("Sigmoid", {}, True),
+    "Softmax": ("Softmax", {"axis": 1}, True),
+}
+
+
+@pytest.mark.parametrize("act", [np.uint8, np.int8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_each_folded_group_agrees_with_onnxruntime_within_one_step(group: str,
+                                                                   act: Any) -> None:
+    op, attrs, same = GROUPS[group]
+    proto, step = _single(op, act, same, **attrs)
+    model = nnrt.onnx.load(proto)
+    assert ops(model).count(Op.QUANTIZE) == 1 + (op in ("Add", "Mul", "Concat"))
+    feeds = {i.name: (RNG.standard_normal((2, 4, 6, 6)) * 2).astype(np.float32)
+             for i in proto.graph.input}
+    (want,) = ort.InferenceSession(proto.SerializeToString()).run(None, feeds)
+    (got,) = nnrt.reference.run(model, feeds)
+    steps = np.abs(np.asarray(got).reshape(want.shape) - want) / step
+    # NNAPI rounds an average pool's halfway sums up, onnxruntime to even: one step on ties
+    assert steps.max() <= 1 + 1e-3, f"{group}: {steps.max():.2f} steps"
+
+
+@pytest.mark.parametrize("case", ["uint8", "int8 per channel", "depthwise per channel",
+                                  "grouped int8 weights", "gemm", "gemm per channel"])
+def test_folded_convolutions_and_products_agree_with_onnxruntime_within_one_step(
+        case: str) -> None:
+    if case == "uint8":
+        proto, _ = conv_model(np.uint8, RNG.integers(0, 256, (4, 3, 3, 3)).astype(np.uint8),
+                              0.02, 120, None)
+    elif case == "int8 per channel":
+        proto, _ = conv_model(np.int8, RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
+                              np.linspace(0.01, 0.04, 4).astype(np.float32),
+                              np.zeros(4, np.int8), 0)
+    elif case == "depthwise per channel":
+        proto, _ = conv_model(np.uint8, RNG.integers(-127, 128, (6, 1, 3, 3)).astype(np.int8),
+                              np.linspace(0.01, 0.06, 6).astype(np.float32),
+                              np.zeros(6, np.int8), 0, group=6)
+    elif case == "grouped int8 weights":
+        proto, _ = conv_model(np.uint8, RNG.integers(-128, 128, (4, 2, 3, 3)).astype(np.int8),
+                              0.02, -3, None, group=2)
+    elif case == "gemm":
+        proto = gemm_model(RNG.integers(-128, 128, (5, 8)).astype(np.int8), 0.03, 2, None, 1)
+    else:
+        proto = gemm_model(RNG.integers(-127, 128, (8, 5)).astype(np.int8),
+                           np.linspace(0.01, 0.05, 5).astype(np.float32), np.zeros(5, np.int8),
+                           1, 0)
+    (shape,) = [tuple(d.dim_value for d in i.type.tensor_type.shape.dim)
+                for i in proto.graph.input]
+    step = 0.2 if case.startswith("gemm") else 0.1
+    model = nnrt.onnx.load(proto)
+    assert ops(model)[0] == Op.QUANTIZE and ops(model).count(Op.DEQUANTIZE) == 1
+    for seed in range(3):
+        x = {"x": np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+        (want,) = ort.InferenceSession(proto.SerializeToString()).run(None, x)
+        (got,) = nnrt.reference.run(model, x)
+        steps = np.abs(np.asarray(got) - want) / step
+        assert steps.max() <= 1 + 1e-3 and np.mean(steps > 0.5) <= 0.01, case
