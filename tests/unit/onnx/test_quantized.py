@@ -473,9 +473,7 @@ def _single(op: str, act: Any, same: bool = True, **attrs: Any) -> tuple[Any, fl
     zp = 9 if np.dtype(act) == np.uint8 else -9
     x = g.qdq("x", 0.04, zp)
     extra: list[str] = []
-    if op in ("Add", "Mul"):
-        extra = [g.qdq("x2", 0.03, zp + 5)]
-    elif op == "Concat":
+    if op in ("Add", "Mul") or op == "Concat":
         extra = [g.qdq("x2", 0.03, zp + 5)]
     elif op == "Reshape":
         extra = [g.const(np.asarray([2, -1], np.int64))]
