@@ -89,9 +89,9 @@ for _t, _shift, _stem in ((U8, 0, "logistic_quant8"), (S8, -128, "logistic_quant
         (q(_t, np.arange(256) + _shift, 0.5, _shift, dims=(1, 16, 16, 1)),),
         (q_out(_t, np.add(_LOGISTIC_SWEEP, _shift), 1 / 256, _shift, dims=(1, 16, 16, 1)),))
 
-# TANH quant8 spec (V1_2): every input at scale 0.05, zero point 100, expected as its formula
-# clamp(round(tanh(x) * 128) + 128); tanh_quant8_signed (V1_3) is the same with the zero points
-# - 128.
+# NNAPI's V1_2 TANH quant8 test (the stored copy holds that test alone): every input at scale
+# 0.05, zero point 100, expected as its formula clamp(round(tanh(x) * 128) + 128);
+# tanh_quant8_signed (V1_3) is the same with the zero points - 128.
 _TANH_REAL = (np.arange(256) - 100) * 0.05
 _TANH_SWEEP = [max(0, min(255, round(math.tanh(x) * 128) + 128)) for x in _TANH_REAL]
 add("tanh_nnapi_tanh_quant8", Op.TANH, (q(U8, np.arange(256), 0.05, 100),),
@@ -142,7 +142,8 @@ for _variation, _t, _in_zp, _out_scale, _out_zp in (
 # prelu.mod.py (V1_2) and prelu_quant8_signed (V1_3): the float example (alpha [0, 1, 2]
 # broadcast over {1, 2, 2, 3}) with four quantisations each: output scale above, equal to the
 # input's, equal to input * alpha scale, and below both. The signed ones shift every zero
-# point by -128.
+# point by -128 (the stored copy of the signed spec is cut before its last variation's output
+# zero point; -8 is that pattern's).
 _PRELU_X = np.reshape([0, 0, 0, 1, 1, 1, -1, -1, -1, -2, -2, -2], (1, 2, 2, 3)).astype(float)
 _PRELU_Y = np.reshape([0, 0, 0, 1, 1, 1, 0, -1, -2, 0, -2, -4], (1, 2, 2, 3)).astype(float)
 _PRELU_ALPHA = np.reshape([0.0, 1.0, 2.0], (1, 1, 3))
@@ -178,10 +179,11 @@ def _dims_and_axis(data4d: Array, rank: int, axis: int) -> Array:
     return np.asarray(moved[(0,) * drop])
 
 
-# softmax_v1_2.mod.py (V1_2) / softmax_quant8_signed (V1_3): the {2, 2, 2, 5} float examples
-# (beta 1: rows shifted from [17, 16, 15, 14, 1]; beta 1e-6: nearly uniform) quantised at
-# input scale 0.25 (zero point 128, signed 0), output 1/256; a few of the derived ranks and
-# axes (None: the axis input left out).
+# softmax_quant8_signed (V1_3, "quant8_signed"): softmax_v1_2.mod.py's {2, 2, 2, 5} float
+# examples (beta 1: rows shifted from [17, 16, 15, 14, 1]; beta 1e-6: nearly uniform) quantised
+# at input scale 0.25, zero point 0, output 1/256 and -128; a few of the derived ranks and axes
+# (None: the axis input left out). Own: the same data as TENSOR_QUANT8_ASYMM (zero points 128
+# and 0).
 _SM_X1 = np.reshape([17., 16., 15., 14., 1., -1., -2., -3., -4., -17.] * 4, (2, 2, 2, 5))
 _SM_Y1 = np.reshape([0.643914213228014, 0.236882800924671, 0.087144312427294,
                      0.032058600957022, 7.246299848982885e-08] * 8, (2, 2, 2, 5))
@@ -191,13 +193,14 @@ _SM_PAIRS = ((4, None), (1, None), (4, 0), (4, -3), (3, 1), (2, -1))
 for _suffix, _sm_x, _sm_y, _beta in (("", _SM_X1, _SM_Y1, 1.0),
                                      ("_2", _SM_X2, _SM_Y2, 1e-6)):
     for _t, _zp, _out_zp in ((U8, 128, 0), (S8, 0, -128)):
-        _variation = "quant8" if _t == U8 else "quant8_signed"
+        _prefix = ("softmax_nnapi_softmax_quant8_signed_v1_2" if _t == S8
+                   else "softmax_quant8_v1_2_data")
         for _rank, _axis in _SM_PAIRS:
             _xs = _dims_and_axis(_sm_x, _rank, -1 if _axis is None else _axis)
             _ys = _dims_and_axis(_sm_y, _rank, -1 if _axis is None else _axis)
             _params = (f32s(_beta),) if _axis is None else (f32s(_beta), i32s(_axis))
             _tag = "noaxis" if _axis is None else f"axis{_axis}".replace("-", "m")
-            add(f"softmax_nnapi_softmax_v1_2{_suffix}_{_variation}_rank{_rank}_{_tag}",
+            add(f"{_prefix}{_suffix}_rank{_rank}_{_tag}",
                 Op.SOFTMAX, (from_real(_t, _xs, 0.25, _zp), *_params),
                 (out_from_real(_t, _ys, 1 / 256, _out_zp),))
 
@@ -211,10 +214,11 @@ add("softmax_quant8_signed_underflow", Op.SOFTMAX,
 
 # -- L2_NORMALIZATION -------------------------------------------------------------------------
 
-# l2_normalization_quant8_signed (V1_3, dim4_axis0: input scale 0.1, zero point -96, output
-# 1/128) literal; and the {2, 2, 2, 3} float Pythagorean triples of l2_normalization_v1_2 /
-# l2_normalization_axis (V1_2) with that quantisation (zero point 32 for TENSOR_QUANT8_ASYMM)
-# at a few ranks and axes — the last axis is the one NNAPI runs TFLite's int8 kernel on.
+# l2_normalization_quant8_signed (V1_3): the {2, 2, 2, 3} float Pythagorean triples of
+# l2_normalization_v1_2 / l2_normalization_axis (V1_2) quantised at input scale 0.1, zero point
+# -96, output 1/128: dim4_axis0 literal, and a few more of the derived ranks and axes — the last
+# axis is the one NNAPI runs TFLite's int8 kernel on. Own: the same data as
+# TENSOR_QUANT8_ASYMM (zero points 32 and 128).
 add("l2_normalization_nnapi_l2_normalization_quant8_signed_dim4_axis0", Op.L2_NORMALIZATION,
     (q(S8, [-96, -66, -16, 24, -6, 24, 104, 64, -66, -96, -36, -96, 24, 54, -6, 54, -56, -56,
             -96, -6, 104, 64, 24, 24], 0.1, -96, dims=(3, 2, 2, 2)), i32s(0)),
@@ -226,13 +230,14 @@ _L2_Y = np.reshape([0.00, 0.60, 0.80, 0.60, 0.00, 0.80, 0.80, 0.60, 0.00, 0.80, 
                     0.36, 0.48, 0.80, 0.48, 0.60, 0.64, 0.80, 0.36, 0.48, 0.64, 0.60, 0.48],
                    (2, 2, 2, 3))
 for _t, _zp, _out_zp in ((U8, 32, 128), (S8, -96, 0)):
-    _variation = "quant8" if _t == U8 else "quant8_signed"
+    _prefix = ("l2_normalization_nnapi_l2_normalization_quant8_signed" if _t == S8
+               else "l2_normalization_quant8_v1_2_data")
     for _rank, _axis in ((4, None), (4, -1), (4, 1), (3, 0), (2, None), (1, None)):
         _xs = _dims_and_axis(_L2_X, _rank, -1 if _axis is None else _axis)
         _ys = _dims_and_axis(_L2_Y, _rank, -1 if _axis is None else _axis)
         _l2_params = () if _axis is None else (i32s(_axis),)
         _tag = "noaxis" if _axis is None else f"axis{_axis}".replace("-", "m")
-        add(f"l2_normalization_nnapi_l2_normalization_v1_2_{_variation}_rank{_rank}_{_tag}",
+        add(f"{_prefix}_rank{_rank}_{_tag}",
             Op.L2_NORMALIZATION, (from_real(_t, _xs, 0.1, _zp), *_l2_params),
             (out_from_real(_t, _ys, 1 / 128, _out_zp),))
 
