@@ -45,9 +45,10 @@ def _sigmoid(x: Array) -> Array:
 
 # -- RELU, RELU1, RELU6 -----------------------------------------------------------------------
 
-# relu_quant8_1 / relu1_quant8_1 / relu6_quant8_1 .mod.py (V1_0), two examples each, and
-# relu_quant8_signed (V1_3, examples 1 and 2). Own: the signed twins of RELU1 / RELU6 (zero
-# point -128), and RELU1 around a mid-range zero point (clamped on both sides).
+# relu_quant8_1 / relu1_quant8_1 / relu6_quant8_1 .mod.py (V1_0), two examples each;
+# relu_quant8_signed and relu1_quant8_signed (V1_3, examples 1 and 2: RELU1's are V1_0's with
+# the zero point and values - 128). Own: that signed twin of RELU6, and RELU1 around a
+# mid-range zero point (clamped on both sides).
 for _op, _scale, _zp, _examples in (
         (Op.RELU, 1.0, 128, (([0, 1, 126, 127], [128] * 4),
                              ([128, 129, 254, 255], [128, 129, 254, 255]))),
@@ -60,7 +61,9 @@ for _op, _scale, _zp, _examples in (
         add(f"{_stem}_nnapi_{_stem}_quant8_1{_suffix}", _op,
             (q(U8, _x, _scale, _zp, dims=_SHAPE),), (q_out(U8, _y, _scale, _zp, dims=_SHAPE),))
         if _op != Op.RELU:
-            add(f"{_stem}_quant8_signed_twin{_suffix}", _op,
+            _signed = (f"{_stem}_nnapi_{_stem}_quant8_signed" if _op == Op.RELU1
+                       else f"{_stem}_quant8_signed_twin")
+            add(f"{_signed}{_suffix}", _op,
                 (q(S8, np.subtract(_x, 128), _scale, _zp - 128, dims=_SHAPE),),
                 (q_out(S8, np.subtract(_y, 128), _scale, _zp - 128, dims=_SHAPE),),
                 tolerance=EXACT)

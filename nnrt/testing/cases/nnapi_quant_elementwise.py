@@ -171,7 +171,9 @@ for _t, (_za, _zb, _zo) in ((U8, (10, 20, 100)), (S8, (-118, -108, -28))):
 
 # maximum.mod.py / minimum.mod.py (V1_2): the float "simple" and "broadcast" examples with the
 # quant8 variation input0 (0.5, 127), input1 (1.0, 100), output (2.0, 80); and "overflow",
-# literal: scale 1 inputs requantised to scale 0.5 saturate.
+# literal: scale 1 inputs requantised to scale 0.5 saturate. maximum_quant8_signed (V1_3) is
+# the same with every zero point - 128 (its "simple" example expects [-48, -48, -48, -42, -49,
+# -49]); minimum_quant8_signed mirrors it as the V1_2 pair does.
 _MM_A = [1.0, 0.0, -1.0, 11.0, -2.0, -1.44]
 _MM_B = [-1.0, 0.0, 1.0, 12.0, -3.0, -1.43]
 _MM_BA = [1.0, 0.0, -1.0, -2.0, -1.44, 11.0]
@@ -179,13 +181,12 @@ _MM = {Op.MAXIMUM: ([1.0, 0.0, 1.0, 12.0, -2.0, -1.43], [1.0, 2.0, 0.5, 2.0, 0.5
                     [128, 255]),
        Op.MINIMUM: ([-1.0, 0.0, -1.0, 11.0, -3.0, -1.44], [0.5, 0.0, -1.0, -2.0, -1.44, 2.0],
                     [0, 128])}
-#: (type, spec or own, zero points): the signed twin shifts every zero point by -128.
-_MM_VARIATIONS = ((U8, "nnapi_", (127, 100, 80)), (S8, "", (-1, -28, -48)))
+_MM_VARIATIONS = ((U8, "", (127, 100, 80)), (S8, "_quant8_signed", (-1, -28, -48)))
 for _op, (_simple, _broadcast, _overflow) in _MM.items():
     _stem = _op.name.lower()
-    for _t, _kind, (_z0, _z1, _zo) in _MM_VARIATIONS:
+    for _t, _spec, (_z0, _z1, _zo) in _MM_VARIATIONS:
         _suffix = "quant8" if _t == U8 else "quant8_signed"
-        _prefix = f"{_stem}_{_kind}{_stem}_" if _kind else f"{_stem}_"
+        _prefix = f"{_stem}_nnapi_{_stem}{_spec}_"
         add(f"{_prefix}simple_{_suffix}", _op,
             (from_real(_t, _arr(_MM_A, (3, 1, 2)), 0.5, _z0),
              from_real(_t, _arr(_MM_B, (3, 1, 2)), 1.0, _z1)),
@@ -244,7 +245,7 @@ for _op, _func in _CMP_FUNCS.items():
 
 # select_v1_2.mod.py (V1_2): the float examples with the quant8 variation input1 (1.5, 129),
 # input2 (0.5, 127), output (1.0, 128): both value inputs are requantised to the output's.
-# Own: the signed twin (zero points - 128).
+# select_quant8_signed (V1_3) is the same with the zero points - 128.
 for _suffix, _sel_dims, _cond, _a, _b, _sel_out in (
         ("one_dim", (3,), [True, False, True], [1, 2, 3], [4, 5, 6], [1, 5, 3]),
         ("two_dim", (2, 2), [False, True, False, True], [1, 2, 3, 4], [5, 6, 7, 8],
@@ -253,7 +254,7 @@ for _suffix, _sel_dims, _cond, _a, _b, _sel_out in (
          list(range(9, 17)), [1, 10, 3, 12, 5, 14, 7, 16])):
     for _t, _shift in ((U8, 0), (S8, -128)):
         _name = (f"select_nnapi_select_v1_2_{_suffix}_quant8" if _t == U8
-                 else f"select_quant8_signed_{_suffix}")
+                 else f"select_nnapi_select_quant8_signed_{_suffix}")
         add(_name, Op.SELECT,
             (b8(np.reshape(_cond, _sel_dims)),
              from_real(_t, _arr(_a, _sel_dims), 1.5, 129 + _shift),
