@@ -13,7 +13,8 @@ scale and zero point):
 * EXPAND_DIMS (input, axis): same types plus TENSOR_INT32, rank >= 1; axis an INT32 scalar in
   [-(rank+1), rank]; inserts a dim of size 1.
 * TRANSPOSE (input, perm): RESHAPE's types, rank 1..4; perm an optional 1-D TENSOR_INT32
-  permutation of [0, rank); omitted means the reversed order (rank-1, ..., 0).
+  permutation of [0, rank); omitted (or given as a zero-size tensor) means the reversed order
+  (rank-1, ..., 0).
 
 RESHAPE, SQUEEZE and TRANSPOSE take rank 1..6 with nnrt's ``com.nnrt.rank6`` extension (a
 RESHAPE's target shape too: at most 6 components). All four move data only: the kernels
@@ -217,9 +218,9 @@ class Transpose:
 
 
 def _perm(ctx: OperationContext, rank: int) -> list[int]:
-    if ctx.is_omitted(Transpose.PERM):
+    perm = [] if ctx.is_omitted(Transpose.PERM) else int_vector(ctx, Transpose.PERM)
+    if not perm:  # omitted, or an empty (zero-size) tensor as in NNAPI's transpose_v1_2 test
         return list(range(rank - 1, -1, -1))
-    perm = int_vector(ctx, Transpose.PERM)
     _check_perm(ctx, perm, rank)
     return perm
 
