@@ -68,6 +68,10 @@ def _add(name: str, op: Op, inputs: Sequence[Arg], outputs: Sequence[Arg], **kw:
 
 # The tables below reuse these loop variables.
 _t: Any
+_expected: Any
+_dims: Any
+_odims: Any
+_y: Any
 _s: Any
 _z: Any
 _x: Any

@@ -81,6 +81,8 @@ def _add(name: str, op: Op, inputs: Sequence[Arg], outputs: Sequence[Arg], *,
 
 # The tables below reuse these loop variables.
 _t: Any
+_dims: Any
+_odims: Any
 _z: Any
 _s: Any
 _x: Any

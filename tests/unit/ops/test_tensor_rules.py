@@ -102,8 +102,8 @@ def test_fill_value_type_follows_output_type() -> None:
 def test_fill_dims_checked_at_execution() -> None:
     model = _model(Op.FILL, [(I32, (2,), None), (T.FLOAT32, (), 1.0)], [(F32, (0, 0))]).finish()
     assert nnrt.reference.run(model, [np.array([1, 2])])[0].shape == (1, 2)
-    with pytest.raises(nnrt.BadData, match=r"\(FILL\), input 0 \(dims\): dims must be non-negative, "
-                                           r"got \(2, -1\)"):
+    with pytest.raises(nnrt.BadData, match=r"\(FILL\), input 0 \(dims\): dims must be "
+                                           r"non-negative, got \(2, -1\)"):
         nnrt.reference.run(model, [np.array([2, -1])])
 
 
