@@ -20,6 +20,7 @@ from nnrt.testing.cases import (
     nnapi_lstm,
     nnapi_quant_activation,
     nnapi_quant_conv,
+    nnapi_quant_data,
     nnapi_quant_elementwise,
     nnapi_quant_matmul,
     nnapi_quant_pool,
@@ -39,6 +40,7 @@ from nnrt.testing.cases import (
     tensor,
     transpose_conv,
     unary,
+    zero_size,
 )
 from nnrt.testing.spec import OpCase
 
@@ -62,6 +64,7 @@ _FAMILIES = (
     nnapi_lstm,
     nnapi_quant_activation,
     nnapi_quant_conv,
+    nnapi_quant_data,
     nnapi_quant_elementwise,
     nnapi_quant_matmul,
     nnapi_quant_pool,
@@ -81,6 +84,7 @@ _FAMILIES = (
     tensor,
     transpose_conv,
     unary,
+    zero_size,
 )
 
 
