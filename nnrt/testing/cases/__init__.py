@@ -15,6 +15,7 @@ from nnrt.testing.cases import (
     nnapi_conv,
     nnapi_data,
     nnapi_elementwise,
+    nnapi_misc,
     normalization,
     pad,
     pooling,
@@ -35,8 +36,8 @@ from nnrt.testing.spec import OpCase
 __all__ = ["all_cases"]
 
 _FAMILIES = (activation, binary, comparison, control, conv, conversion, extension, gather, matmul,
-             nnapi_conv, nnapi_data, nnapi_elementwise, normalization, pad, pooling, rank6,
-             reduce, reshape, resize, sequence_lstm, slicing, softmax, space, tensor,
+             nnapi_conv, nnapi_data, nnapi_elementwise, nnapi_misc, normalization, pad, pooling,
+             rank6, reduce, reshape, resize, sequence_lstm, slicing, softmax, space, tensor,
              transpose_conv, unary)
 
 
