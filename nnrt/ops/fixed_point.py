@@ -67,7 +67,8 @@ def _limits(bits: int) -> tuple[int, int]:
 def mul(a: Any, b: Any, bits: int) -> Array:
     """``SaturatingRoundingDoublingHighMul``: the high half of ``2 * a * b``, rounded.
 
-    The nudge rounds half away from zero; the one overflowing case (both operands the minimum)
+    The nudge (``2**(bits-2)``, or ``1 - 2**(bits-2)`` for a negative product) with C's
+    truncating division rounds halves up; the one overflowing case (both operands the minimum)
     saturates to the maximum. The product of ``Q(m)`` and ``Q(n)`` raws is the ``Q(m + n)`` raw.
     """
     a, b = _i64(a), _i64(b)
