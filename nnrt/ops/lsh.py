@@ -107,13 +107,19 @@ class LshProjection:
         if len(hash_shape) != 2:
             ctx.fail(f"expected rank 2, got {len(hash_shape)}", input=LshProjection.HASH)
         num_hash, num_bits = hash_shape
+        if num_hash < 1:
+            ctx.fail("expected at least one hash function", input=LshProjection.HASH)
         if num_bits > _MAX_BITS:
             ctx.fail(f"at most {_MAX_BITS} bits per hash function, got {num_bits}",
                      input=LshProjection.HASH)
         if kind == SPARSE and num_bits + math.ceil(math.log2(num_hash)) > _MAX_BITS:
             ctx.fail(f"a SPARSE projection needs num_bits + ceil(log2(num_hash)) <= 32, got "
                      f"{num_bits} bits and {num_hash} hash functions", input=LshProjection.HASH)
-        rows = ctx.shape(LshProjection.INPUT)[0]
+        input_shape = ctx.shape(LshProjection.INPUT)
+        if not input_shape or input_shape[0] < 1:
+            ctx.fail(f"expected rank >= 1 and at least one row, got shape {input_shape}",
+                     input=LshProjection.INPUT)
+        rows = input_shape[0]
         if not ctx.is_omitted(LshProjection.WEIGHT):
             weight = ctx.shape(LshProjection.WEIGHT)
             if weight != (rows,):

@@ -86,10 +86,6 @@ F32 = np.float32
 _I, _F, _C, _O = range(4)
 
 
-def _multiplier(real: Any) -> tuple[int, int]:
-    return quantize_multiplier(float(F32(real)))
-
-
 class _Step:
     """The operands of one execution, read once, with NNAPI's derived scales."""
 
@@ -112,7 +108,17 @@ class _Step:
         return self.ctx.tensor(slot).astype(np.int64)
 
     def scale(self, slot: int) -> F32:
+        """The float32 scale of input ``slot``."""
         return F32(self.ctx.operand(slot).scale)
+
+    def multiplier(self, real: Any, what: str) -> tuple[int, int]:
+        """The quantised multiplier of ``real`` rounded to float32 (NNAPI's ``float``)."""
+        value = float(F32(real))
+        try:
+            return quantize_multiplier(value)
+        except ValueError:
+            self.ctx.fail(f"the effective scale of {what} is {value}: the scales give no finite "
+                          "positive multiplier")
 
     def gate(self, k: int, cell: Array, activation: str) -> Array:
         """Pre-activation, peephole, layer norm and activation of gate ``k``."""
@@ -122,22 +128,26 @@ class _Step:
         zero = np.zeros((self.x.shape[0], w_x.shape[0]), np.int64)
         gate = il.matmul_accumulate(
             self.x, w_x, il.zero_point_times_rowsum(-self.input_quant.zero_point, w_x),
-            _multiplier(self.scale(INPUT_TO[k]) * F32(self.input_quant.scale) / inter),
+            self.multiplier(self.scale(INPUT_TO[k]) * F32(self.input_quant.scale) / inter,
+                            NAMES[INPUT_TO[k]]),
             zero, 0, 16)
         gate = il.matmul_accumulate(
             self.h, w_h, il.zero_point_times_rowsum(-self.state_quant.zero_point, w_h),
-            _multiplier(self.scale(RECURRENT_TO[k]) * F32(self.state_quant.scale) / inter),
+            self.multiplier(self.scale(RECURRENT_TO[k]) * F32(self.state_quant.scale) / inter,
+                            NAMES[RECURRENT_TO[k]]),
             gate, 0, 16)
         peephole = self.tensor(CELL_TO[k]) if k in CELL_TO else None
         if peephole is not None:
             real = 2.0**self.shift * float(self.scale(CELL_TO[k])) / float(inter)
-            gate = il.peephole_accumulate(peephole, cell, _multiplier(real), gate)
+            gate = il.peephole_accumulate(peephole, cell,
+                                          self.multiplier(real, NAMES[CELL_TO[k]]), gate)
         norm = self.tensor(LAYER_NORM[k])
         if norm is not None:
             bias = self.required(GATE_BIAS[k])
             ln_scale = self.scale(LAYER_NORM[k])
             limit = min(1, int(F32(10000) * ln_scale))
-            gate = il.apply_layer_norm(gate, norm, bias, _multiplier(ln_scale), limit)
+            gate = il.apply_layer_norm(gate, norm, bias,
+                                       self.multiplier(ln_scale, NAMES[LAYER_NORM[k]]), limit)
         if activation == "tanh":
             return fp.tanh(gate, 3, 16)
         return fp.logistic(gate, 3, 16)
@@ -188,7 +198,8 @@ class QuantizedLstm:
             cell = np.clip(cell, -clip, clip)
         output_gate = step.gate(_O, cell, "logistic")
         hidden_scale = F32(ctx.scalar(HIDDEN_SCALE))
-        hidden_multiplier = _multiplier(2.0**-15 / float(hidden_scale) * 2.0**-15)
+        hidden_multiplier = step.multiplier(2.0**-15 / float(hidden_scale) * 2.0**-15,
+                                            "the hidden state")
         hidden_zero_point = int(ctx.scalar(HIDDEN_ZERO_POINT))
         hidden = il.cwise_mul_rescaled(output_gate, fp.tanh(cell, 15 + step.shift, 16),
                                        hidden_multiplier, hidden_zero_point)
@@ -200,7 +211,8 @@ class QuantizedLstm:
             real = step.scale(PROJECTION_WEIGHTS) * hidden_scale / F32(step.state_quant.scale)
             output = il.matmul_accumulate(
                 hidden, weights, il.zero_point_times_rowsum(hidden_zero_point, weights, bias),
-                _multiplier(real), np.zeros((hidden.shape[0], weights.shape[0]), np.int64),
+                step.multiplier(real, "the projection"),
+                np.zeros((hidden.shape[0], weights.shape[0]), np.int64),
                 step.state_quant.zero_point, 8)
             clip = step.projection_clip()
             if clip > 0:

@@ -127,9 +127,10 @@ def cell_shift(ctx: OperationContext) -> int:
     operand = ctx.operand(CELL_STATE_IN)
     if operand.zero_point != 0:
         ctx.fail(f"expected zero point 0, got {operand.zero_point}", input=CELL_STATE_IN)
-    log2 = float(np.log(np.float32(operand.scale)) * (np.float32(1) / np.log(np.float32(2))))
-    shift = round(log2)
+    with np.errstate(all="ignore"):  # a scale beyond float32 becomes inf, then fails below
+        log2 = float(np.log(np.float32(operand.scale)) * (np.float32(1) / np.log(np.float32(2))))
     low, high = _CELL_SHIFTS
+    shift = round(log2) if math.isfinite(log2) else high + 1
     if abs(log2 - shift) >= 1e-3 or not low <= shift <= high:
         ctx.fail(f"the cell state's scale must be a power of two from 2**{low} to 2**{high}, "
                  f"got {operand.scale:g}", input=CELL_STATE_IN)
@@ -161,6 +162,8 @@ def output_shapes(ctx: OperationContext) -> list[Shape]:
     """Check every tensor's shape; the outputs are the output state's and cell state's."""
     batches, input_size = _shape(ctx, INPUT, 2)
     num_units, output_size = _shape(ctx, RECURRENT_TO[3], 2)
+    if num_units < 1:
+        ctx.fail("expected at least one unit", input=RECURRENT_TO[3])
     expected: dict[int, Shape] = {
         **dict.fromkeys(INPUT_TO, (num_units, input_size)),
         **dict.fromkeys(RECURRENT_TO, (num_units, output_size)),

@@ -161,3 +161,9 @@ def test_qlstm_without_layer_norm_ignores_the_gate_biases() -> None:
     second = _run(_with(case, i13=bias))
     for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_qlstm_scales_without_a_finite_multiplier_fail_typed() -> None:
+    with pytest.raises(nnrt.BadData, match=r"\(QUANTIZED_LSTM\): the effective scale of "
+                                           "input_to_forget_weights is inf"):
+        _run(_with(QLSTM, i27=f32s(1e-40)))
