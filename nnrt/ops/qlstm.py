@@ -114,11 +114,10 @@ class _Step:
     def multiplier(self, real: Any, what: str) -> tuple[int, int]:
         """The quantised multiplier of ``real`` rounded to float32 (NNAPI's ``float``)."""
         value = float(F32(real))
-        try:
-            return quantize_multiplier(value)
-        except ValueError:
-            self.ctx.fail(f"the effective scale of {what} is {value}: the scales give no finite "
-                          "positive multiplier")
+        if not 0 <= value < 2.0**31:  # larger ones overflow every int32 product
+            self.ctx.fail(f"the effective scale of {what} is {value:g}: the scales give no "
+                          "multiplier in [0, 2**31)")
+        return quantize_multiplier(value)
 
     def gate(self, k: int, cell: Array, activation: str) -> Array:
         """Pre-activation, peephole, layer norm and activation of gate ``k``."""
