@@ -3,9 +3,10 @@
 NNAPI signature (4 inputs, 1 output):
 
 * input 0 (hash): a 2-D TENSOR_FLOAT32 or TENSOR_FLOAT16 ``[num_hash, num_bits]`` of seeds,
-  ``num_bits <= 32``;
+  ``num_hash >= 1``, ``num_bits <= 32``;
 * input 1 (input): a tensor of rank >= 1 of TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_INT32 or
-  TENSOR_QUANT8_ASYMM; its rows (slices along dimension 0) are hashed by their bytes;
+  TENSOR_QUANT8_ASYMM with at least one row; its rows (slices along dimension 0) are hashed by
+  their bytes;
 * input 2 (weight): an optional 1-D tensor of the hash's type, one weight per input row;
 * input 3 (type): INT32, 1 = SPARSE_DEPRECATED, 2 = DENSE, 3 = SPARSE.
 

@@ -41,7 +41,8 @@ projection clip is quantised with the projection weights' scale; the layer-norma
 variance floor is ``min(1, int(10000 * ln_scale))``. Where NNAPI's kernel reads undefined
 memory, nnrt computes what the operation means: the forget and input peepholes read the
 previous cell state (NNAPI reads the not yet written output buffer), over ``num_units``
-weights, and an omitted projection bias counts as zeros.
+weights, and an omitted projection bias counts as zeros. An effective scale of 2**31 or more
+(which would shift every product out of int32) is ``BadData``.
 """
 
 from __future__ import annotations
