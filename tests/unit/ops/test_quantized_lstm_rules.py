@@ -167,3 +167,19 @@ def test_qlstm_effective_scales_beyond_int32_fail_typed() -> None:
     with pytest.raises(nnrt.BadData, match=r"\(QUANTIZED_LSTM\): the effective scale of "
                                            r"input_to_forget_weights is 6.1\d*e\+35"):
         _run(_with(QLSTM, i27=f32s(1e-40)))
+
+
+def test_qlstm_peepholes() -> None:
+    # zero peephole weights add rescale(0) = 0 to every gate: the result is the plain one
+    def peepholes(value: int) -> dict[str, Arg]:
+        return {f"i{k}": replace(QLSTM.inputs[k], value=np.full(4, value, np.int16),
+                                 omitted=False, role="auto") for k in (9, 10, 11)}
+
+    plain = _run(QLSTM)
+    for a, b in zip(plain, _run(_with(QLSTM, **peepholes(0))), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # the cell state in is zero, so only the output gate's peephole (on the new cell state)
+    # acts: the cell state out is unchanged, the output is not
+    output, cell, _ = _run(_with(QLSTM, **peepholes(20000)))
+    np.testing.assert_array_equal(cell, plain[1])
+    assert not np.array_equal(output, plain[0])
