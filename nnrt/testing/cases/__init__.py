@@ -18,7 +18,11 @@ from nnrt.testing.cases import (
     nnapi_detection,
     nnapi_elementwise,
     nnapi_lstm,
+    nnapi_misc,
+    nnapi_quant_activation,
     nnapi_quant_conv,
+    nnapi_quant_data,
+    nnapi_quant_elementwise,
     nnapi_quant_matmul,
     nnapi_quant_pool,
     nnapi_rnn,
@@ -37,6 +41,7 @@ from nnrt.testing.cases import (
     tensor,
     transpose_conv,
     unary,
+    zero_size,
 )
 from nnrt.testing.spec import OpCase
 
@@ -58,7 +63,11 @@ _FAMILIES = (
     nnapi_detection,
     nnapi_elementwise,
     nnapi_lstm,
+    nnapi_misc,
+    nnapi_quant_activation,
     nnapi_quant_conv,
+    nnapi_quant_data,
+    nnapi_quant_elementwise,
     nnapi_quant_matmul,
     nnapi_quant_pool,
     nnapi_rnn,
@@ -77,6 +86,7 @@ _FAMILIES = (
     tensor,
     transpose_conv,
     unary,
+    zero_size,
 )
 
 
