@@ -3,9 +3,9 @@ and QLinearMatMul.
 
 Each becomes NNAPI's quantised operation, which computes exactly what onnxruntime's integer
 kernels do — an int32 sum of ``(x - x_zero_point) * (w - w_zero_point)`` plus the int32 bias —
-and rescales it to the output's parameters with NNAPI's fixed-point multiplier (onnxruntime
-uses a float32 one: the two round a result differently only when it lies within about 2**-24
-of a half step).
+and rescales it to the output's parameters with NNAPI's fixed-point multiplier, rounding twice
+(onnxruntime multiplies by a float32 one and rounds once: a result within a small fraction of a
+step of a halfway point, some 3 in 10**4 of them, can come out one step apart).
 
 * The input is a quantised tensor of the output's 8-bit type (uint8: TENSOR_QUANT8_ASYMM, int8:
   TENSOR_QUANT8_ASYMM_SIGNED).
