@@ -57,8 +57,15 @@ from nnrt.drivers.litert.geometry import (
     transpose_conv_window,
 )
 from nnrt.drivers.litert.patterns import gelu_patterns, softmax_patterns
+from nnrt.drivers.litert.quantized_rules import (
+    QUANTIZED_OPS,
+    QUANTIZED_TYPES,
+    SLOT_TYPES,
+    quantized_reason,
+)
 from nnrt.errors import NnrtError
 from nnrt.model.model import Model
+from nnrt.model.operand import QUANT_TYPES
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import OperationContext, Unknown, static_context
@@ -78,6 +85,7 @@ SELECTED = frozenset({
     Op.EXP, Op.EXPAND_DIMS, Op.SQUEEZE, Op.EQUAL, Op.SELECT, Op.SLICE, Op.POW, Op.GATHER,
     Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.NOT_EQUAL, Op.LESS,
     Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL, Op.TILE,
+    Op.QUANTIZE, Op.DEQUANTIZE,
 })
 #: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
 #: better), converted at the partition's edges (:mod:`.dispatch`).
@@ -117,7 +125,10 @@ def unsupported_reason(model: Model, index: int) -> str | None:
         return f"operation type {operation_name(op.type)} has no TFLite builtin here"
     operands = model.operands
     ctx = static_context(model, index)
-    types = _TENSOR_TYPES.get(op.type, _FLOAT)
+    quantized = any(operands[k].type in QUANT_TYPES for k in (*op.inputs, *op.outputs))
+    if quantized and op.type not in QUANTIZED_OPS:
+        return f"quantised {operation_name(op.type)} has no TFLite int8 / uint8 form here"
+    types = _TENSOR_TYPES.get(op.type, _FLOAT) | (QUANTIZED_TYPES if quantized else frozenset())
     for slot, k in enumerate(op.inputs):
         operand = operands[k]
         if operand.is_omitted:
@@ -126,7 +137,8 @@ def unsupported_reason(model: Model, index: int) -> str | None:
         if operand.type in _SCALAR_TYPES or (op.type, slot) in _INT32_PARAMETERS:
             if not operand.is_constant:
                 return f"{name} is not a constant (parameters must be)"
-        elif operand.type not in types:
+        elif operand.type not in types and not (
+                quantized and operand.type in SLOT_TYPES.get((op.type, slot), ())):
             return f"{name}: {operand.type.name} not supported"
         elif not _static(model.inferred_dims[k]):
             return f"{name} has no static shape of rank 1 to {_MAX_RANK}"
@@ -138,11 +150,10 @@ def unsupported_reason(model: Model, index: int) -> str | None:
     mixed = _mixed_floats(model, index)
     if mixed is not None:
         return mixed
-    rule = _RULES.get(op.type)
-    if rule is None:
-        return None
     try:
-        return rule(model, ctx)
+        found = quantized_reason(model, ctx) if quantized else None
+        rule = _RULES.get(op.type)
+        return found if found is not None or rule is None else rule(model, ctx)
     except (NnrtError, Unknown) as exc:
         return f"cannot resolve the {operation_name(op.type)} parameters: {exc}"
 

@@ -21,6 +21,7 @@ from nnrt.drivers.litert.geometry import (
     pool_window,
     transpose_conv_window,
 )
+from nnrt.drivers.litert.quantized import QUANT8, quantized_weights
 from nnrt.drivers.litert.writer import TO_NHWC, Writer
 from nnrt.errors import OpFailed
 from nnrt.model.types import OperationType
@@ -84,8 +85,7 @@ def write_window(writer: Writer, ctx: OperationContext) -> None:
     output = writer.result(ctx.index, options)
     source, dims = _source(writer, op.inputs[0], window.nchw)
     if window.pads is not None:
-        source = _pad(writer, ctx.index, source, dims, window.pads,
-                      -np.inf if op.type == Op.MAX_POOL_2D else 0.0)
+        source = _pad(writer, ctx.index, source, dims, window.pads, op.type == Op.MAX_POOL_2D)
     inputs = [source]
     if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
         inputs += _weights(writer, ctx)
@@ -96,6 +96,8 @@ def write_window(writer: Writer, ctx: OperationContext) -> None:
 def _weights(writer: Writer, ctx: OperationContext) -> list[int]:
     """A convolution's filter and bias tensors: the operands', or the folded constants."""
     fold = writer.folds.get(ctx.index)
+    if fold is None and ctx.input_type(0) in QUANT8:
+        return quantized_weights(writer, ctx)
     if fold is None:
         return [writer.tensor(k) for k in ctx.operation.inputs[1:3]]
     return [writer.constant(f"filter_{ctx.index}", fold.filter),
@@ -103,20 +105,26 @@ def _weights(writer: Writer, ctx: OperationContext) -> list[int]:
 
 
 def _pad(writer: Writer, index: int, source: int, dims: tuple[int, ...],
-         pads: tuple[int, int, int, int], fill: float) -> int:
-    """``source`` (NHWC ``dims``) padded by (top, bottom, left, right) elements of ``fill``."""
+         pads: tuple[int, int, int, int], lowest: bool) -> int:
+    """``source`` (NHWC ``dims``) padded by (top, bottom, left, right) elements of zero (a
+    quantised tensor: its zero point, TFLite's PAD) or of the ``lowest`` value (-inf; a
+    quantised tensor's type minimum: the padding is never a window's maximum then)."""
     top, bottom, left, right = pads
     padded = (dims[0], dims[1] + top + bottom, dims[2] + left + right, dims[3])
-    target = writer.add_tensor(f"padded_{index}", padded)
+    target = writer.like(f"padded_{index}", source, padded)
     amounts = writer.constant(f"pads_{index}", np.asarray(
         [[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
-    if fill == 0.0:
+    if not lowest:
         writer.operator(fb.BuiltinOperator.PAD, [source, amounts], [target],
                         fb.BuiltinOptions.PadOptions, fb.PadOptionsT())
-    else:
-        value = writer.constant(f"fill_{index}", np.asarray([fill], np.float32))
-        writer.operator(fb.BuiltinOperator.PADV2, [source, amounts, value], [target],
-                        fb.BuiltinOptions.PadV2Options, fb.PadV2OptionsT())
+        return target
+    tensor = writer.tensors[source]
+    dtype = {fb.TensorType.INT8: np.int8, fb.TensorType.UINT8: np.uint8}.get(tensor.type)
+    fill = np.asarray([-np.inf], np.float32) if dtype is None else np.asarray(
+        [np.iinfo(dtype).min], dtype)
+    value = writer.constant(f"fill_{index}", fill, tensor.quantization)
+    writer.operator(fb.BuiltinOperator.PADV2, [source, amounts, value], [target],
+                    fb.BuiltinOptions.PadV2Options, fb.PadV2OptionsT())
     return target
 
 

@@ -31,6 +31,7 @@ from nnrt.drivers.litert.folding import (
     fuse_activations,
 )
 from nnrt.drivers.litert.onehot import OneHot, one_hot_patterns
+from nnrt.drivers.litert.quantized import QUANT8, operand_parameters
 from nnrt.drivers.litert.patterns import (
     Chain,
     gelu_patterns,
@@ -50,11 +51,13 @@ TO_NCHW = (0, 3, 1, 2)
 #: NNAPI tensor type -> the TFLite tensor type and the numpy type of its bytes. TENSOR_FLOAT16
 #: is computed in float32 (NNAPI allows float16 precision or better): its constants are
 #: converted here, once, exactly; the dispatch converts its inputs and outputs as it copies them.
+#: The quantised types carry their scales and zero points (:mod:`.quantized`).
 TENSOR_TYPES: dict[OperandType, tuple[int, type[np.generic]]] = {
     T.TENSOR_FLOAT32: (fb.TensorType.FLOAT32, np.float32),
     T.TENSOR_FLOAT16: (fb.TensorType.FLOAT32, np.float32),
     T.TENSOR_INT32: (fb.TensorType.INT32, np.int32),
     T.TENSOR_BOOL8: (fb.TensorType.BOOL, np.bool_),
+    **QUANT8,
 }
 _BY_DTYPE = {np.dtype(dtype): kind for kind, dtype in TENSOR_TYPES.values()}
 
@@ -123,13 +126,16 @@ class Writer:
             return found
         dims = self.model.inferred_dims[index]
         kind, dtype = TENSOR_TYPES[self.model.operands[index].type]
+        quantization = operand_parameters(self.model.operands[index])
         if index in self.nhwc:
-            found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, None)
+            found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, None,
+                                                       quantization)
             self._transpose(self.nhwc[index], found, TO_NCHW)
             return found
         value = self.model.constant_value(index)
         data = None if value is None else np.ascontiguousarray(value, dtype)
-        found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, data)
+        found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, data,
+                                                   quantization)
         return found
 
     def in_nhwc(self, inputs: list[int], output: int) -> bool:
@@ -148,13 +154,15 @@ class Writer:
             return found
         dims = self.model.inferred_dims[index]
         kind, dtype = TENSOR_TYPES[self.model.operands[index].type]
+        quantization = operand_parameters(self.model.operands[index])
         value = self.model.constant_value(index)
         if value is not None:
             full = np.asarray(value, dtype).reshape((1,) * (4 - len(dims)) + tuple(dims))
-            found = self.constant(f"operand_{index}_nhwc", full.transpose(TO_NHWC))
+            found = self.constant(f"operand_{index}_nhwc", full.transpose(TO_NHWC),
+                                  quantization)
         else:
             found = self._add(f"operand_{index}_nhwc", tuple(dims[i] for i in TO_NHWC), kind,
-                              None)
+                              None, quantization)
             self._transpose(self.tensor(index), found, TO_NHWC)
         self.nhwc[index] = found
         return found
@@ -163,8 +171,9 @@ class Writer:
         """A new tensor for output operand ``index`` (rank 4, NCHW) computed in NHWC."""
         dims = self.model.inferred_dims[index]
         kind, _ = TENSOR_TYPES[self.model.operands[index].type]
-        found = self.nhwc[index] = self._add(f"operand_{index}_nhwc",
-                                             tuple(dims[i] for i in TO_NHWC), kind, None)
+        found = self.nhwc[index] = self._add(
+            f"operand_{index}_nhwc", tuple(dims[i] for i in TO_NHWC), kind, None,
+            operand_parameters(self.model.operands[index]))
         return found
 
     def output(self, index: int, nhwc: bool) -> int:
@@ -179,13 +188,19 @@ class Writer:
         return found
 
     def add_tensor(self, name: str, dims: tuple[int, ...],
-                   kind: int = fb.TensorType.FLOAT32) -> int:
+                   kind: int = fb.TensorType.FLOAT32, quantization: Any = None) -> int:
         """A new tensor computed in the partition (no operand of its own)."""
-        return self._add(name, dims, kind, None)
+        return self._add(name, dims, kind, None, quantization)
 
-    def constant(self, name: str, value: Array) -> int:
+    def like(self, name: str, tensor: int, dims: tuple[int, ...]) -> int:
+        """A new tensor of ``tensor``'s type and quantisation with ``dims``."""
+        source = self.tensors[tensor]
+        return self._add(name, dims, source.type, None, source.quantization)
+
+    def constant(self, name: str, value: Array, quantization: Any = None) -> int:
         """A new constant tensor (int32 shapes and the like) holding ``value``."""
-        return self._add(name, value.shape, _BY_DTYPE[value.dtype], np.ascontiguousarray(value))
+        return self._add(name, value.shape, _BY_DTYPE[value.dtype], np.ascontiguousarray(value),
+                         quantization)
 
     def cast(self, source: int, kind: int) -> int:
         """A new tensor of TFLite type ``kind`` holding tensor ``source`` converted by a CAST."""
@@ -229,12 +244,14 @@ class Writer:
         self.operator(fb.BuiltinOperator.TRANSPOSE, [source, order], [target],
                       fb.BuiltinOptions.TransposeOptions, fb.TransposeOptionsT())
 
-    def _add(self, name: str, dims: tuple[int, ...], kind: int, data: Array | None) -> int:
+    def _add(self, name: str, dims: tuple[int, ...], kind: int, data: Array | None,
+             quantization: Any = None) -> int:
         tensor = fb.TensorT()
         tensor.name = name.encode()
         tensor.shape = np.asarray(dims, np.int32)
         tensor.type = kind
         tensor.buffer = 0
+        tensor.quantization = quantization
         if data is not None:
             buffer = fb.BufferT()
             buffer.data = np.frombuffer(data.tobytes(), np.uint8)

@@ -369,7 +369,7 @@ def _long_description() -> bytes:
     (_repacked(_hidden_opcode), "deprecated builtin code 32 for builtin 0"),
     (_repacked(_short_buffer), "bytes, expected 16"),
     (_repacked(_wild_tensor), "name tensor 99"),
-    (_repacked(_quantized), "tensor 0 sets quantization"),
+    (_repacked(_quantized), "tensor 0 of type 0 .* quantisation parameters the compiler never"),
     (_repacked(_offset_buffer), r"buffer \d sets offset"),
     (_repacked(_custom_options), "operator 0 sets customOptions"),
     (_long_description(), "LiteRT refused .* not a valid Flatbuffer"),
