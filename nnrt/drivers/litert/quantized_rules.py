@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from nnrt.drivers.litert.quantized import QUANT8, symmetric_filter
 from nnrt.model.model import Model
 from nnrt.model.operand import Operand
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import OperationContext
+from nnrt.ops.quant import QUANT_RANGES
 
 __all__ = ["QUANTIZED_OPS", "QUANTIZED_TYPES", "SLOT_TYPES", "quantized_reason"]
 
@@ -55,6 +58,7 @@ SLOT_TYPES: dict[tuple[OperationType, int], frozenset[OperandType]] = {
 }
 #: The channel axis of a per-channel filter, as TFLite's layout has it (NNAPI's is the same).
 _CHANNEL_AXIS = {Op.CONV_2D: 0, Op.DEPTHWISE_CONV_2D: 3}
+_INT16_MAX = 32767
 #: Operations whose output TFLite copies from the input's bytes (or compares them).
 _SAME_QUANT = frozenset({Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.RELU, Op.RELU1, Op.RELU6,
                          Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE,
@@ -116,6 +120,35 @@ def _same_everywhere(model: Model, ctx: OperationContext) -> str | None:
     return None
 
 
+def _mul(model: Model, ctx: OperationContext) -> str | None:
+    """MUL is taken where TFLite's builtin kernel cannot wrap: it holds the rescaled product
+    plus the output zero point in 16 bits (saturating the product, wrapping the sum), so a
+    product of more than ``32767 - |zero point|`` output steps came out as the opposite end of
+    the range (a uint8 product of 32568 steps with zero point 200 gave 0, not 255; XNNPACK's kernel is right, but a node
+    XNNPACK declines runs on the builtin one)."""
+    out = ctx.output_operand(0)
+    steps = float(np.float32(ctx.operand(0).scale)) * float(np.float32(ctx.operand(1).scale)) / (
+        float(np.float32(out.scale)))
+    for slot in (0, 1):
+        steps *= _largest_offset(ctx, slot)
+    if steps + abs(out.zero_point) + 1 > _INT16_MAX:
+        return (f"quantised MUL whose product reaches {steps:.0f} output steps (TFLite's "
+                "builtin kernel holds the product plus the zero point in 16 bits: beyond "
+                f"{_INT16_MAX - abs(out.zero_point) - 1} it wraps around)")
+    return None
+
+
+def _largest_offset(ctx: OperationContext, slot: int) -> int:
+    """The largest ``|q - zero point|`` input ``slot`` holds: of its values if constant, of
+    its type's range otherwise."""
+    operand = ctx.operand(slot)
+    value = ctx.constant(slot)
+    low, high = QUANT_RANGES[operand.type]
+    if value is not None and np.size(value):
+        low, high = int(np.min(value)), int(np.max(value))
+    return max(abs(low - operand.zero_point), abs(high - operand.zero_point))
+
+
 def _dequantize(model: Model, ctx: OperationContext) -> str | None:
     if ctx.is_constant(0):
         return ("DEQUANTIZE of a constant (XNNPACK's delegate takes it for weights to unpack "
@@ -124,7 +157,7 @@ def _dequantize(model: Model, ctx: OperationContext) -> str | None:
 
 
 _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
-    Op.DEQUANTIZE: _dequantize,
+    Op.DEQUANTIZE: _dequantize, Op.MUL: _mul,
     Op.CONV_2D: _weights, Op.DEPTHWISE_CONV_2D: _weights, Op.FULLY_CONNECTED: _weights,
     Op.CONCATENATION: _concatenation, Op.MAXIMUM: _same_everywhere,
     Op.MINIMUM: _same_everywhere,
