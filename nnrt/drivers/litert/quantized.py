@@ -9,6 +9,10 @@ NNAPI's filter layouts share with TFLite's: OHWI for CONV_2D, 1HWO for DEPTHWISE
 int32 bias gets the scale TFLite checks and XNNPACK reads, ``input scale * filter scale`` per
 output channel (NNAPI leaves a per-channel bias's scale 0).
 
+TFLite's uint8 convolutions take one filter scale: a TENSOR_QUANT8_ASYMM input with a
+per-channel filter is computed in int8 (:func:`unsigned_per_channel`), its input and output
+converted by a QUANTIZE each way (values and zero points moved by 128: exact).
+
 TFLite's int8 kernels take symmetric filters only (zero point 0: they never read a filter's
 zero point); a TENSOR_QUANT8_ASYMM_SIGNED filter whose zero point is not 0 is written as the
 filter minus its zero point, when every value of that fits int8's symmetric range [-127, 127]
@@ -23,6 +27,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 from nnrt.errors import OpFailed
+from nnrt.model.model import Model
 from nnrt.model.operand import Operand
 from nnrt.model.types import OperandType
 from nnrt.ops._framework.context import OperationContext
@@ -30,8 +35,8 @@ from nnrt.ops._framework.context import OperationContext
 if TYPE_CHECKING:
     from nnrt.drivers.litert.writer import Writer
 
-__all__ = ["QUANT8", "operand_parameters", "parameters", "product_scales", "quantized_weights",
-           "symmetric_filter"]
+__all__ = ["QUANT8", "converted", "operand_parameters", "parameters", "product_scales",
+           "quantized_weights", "signed_twin", "symmetric_filter", "unsigned_per_channel"]
 
 T = OperandType
 Array = np.ndarray[Any, Any]
@@ -101,3 +106,28 @@ def quantized_weights(writer: Writer, ctx: OperationContext) -> list[int]:
     scales = product_scales(source, weights)
     writer.tensors[bias].quantization = parameters(scales, np.zeros(scales.size))
     return [filt, bias]
+
+
+def unsigned_per_channel(model: Model, ctx: OperationContext) -> bool:
+    """Whether convolution ``ctx`` takes a TENSOR_QUANT8_ASYMM input with a per-channel
+    filter: TFLite's uint8 kernels take one filter scale, so it is computed in int8."""
+    return (ctx.input_type(0) == T.TENSOR_QUANT8_ASYMM
+            and model.operands[ctx.operation.inputs[1]].channel_quant is not None)
+
+
+def signed_twin(writer: Writer, tensor: int) -> int:
+    """A new INT8 tensor for the values of UINT8 ``tensor`` moved down by 128, its zero point
+    too: the same real numbers."""
+    source = writer.tensors[tensor]
+    params = source.quantization
+    return writer.add_tensor(f"signed_{tensor}", tuple(int(d) for d in source.shape),
+                             fb.TensorType.INT8,
+                             parameters(params.scale, np.asarray(params.zeroPoint) - 128))
+
+
+def converted(writer: Writer, source: int, target: int) -> int:
+    """``target``, written by a QUANTIZE from ``source`` of the other 8-bit type and the same
+    scale (TFLite's requantization by a multiplier of 1: exact, the values moved by 128)."""
+    writer.operator(fb.BuiltinOperator.QUANTIZE, [source], [target],
+                    fb.BuiltinOptions.QuantizeOptions, fb.QuantizeOptionsT())
+    return target

@@ -9,7 +9,8 @@ one. What is left are the places where a TFLite kernel takes less than NNAPI all
   zero point): a TENSOR_QUANT8_ASYMM_SIGNED filter with another zero point is taken when it is
   a constant whose values minus the zero point fit [-127, 127] (:mod:`.quantized` writes that);
 * TFLite's uint8 convolutions take one filter scale: a TENSOR_QUANT8_ASYMM input with a
-  TENSOR_QUANT8_SYMM_PER_CHANNEL filter is refused;
+  TENSOR_QUANT8_SYMM_PER_CHANNEL filter is computed in int8, converted each way
+  (:mod:`.quantized`);
 * data-moving operations copy bytes: their output must keep the input's scale and zero point
   (NNAPI requires it of most; CONCATENATION of int8 inputs with other scales is refused, as
   TFLite's int8 kernel does not rescale);
@@ -88,9 +89,6 @@ def _weights(model: Model, ctx: OperationContext) -> str | None:
     name = operation_name(kind)
     weights = ctx.operand(1)
     if weights.channel_quant is not None:
-        if ctx.input_type(0) == T.TENSOR_QUANT8_ASYMM:
-            return (f"{name} of TENSOR_QUANT8_ASYMM with a per-channel filter (TFLite's uint8 "
-                    "kernels take one filter scale)")
         if weights.channel_quant.channel_dim != _CHANNEL_AXIS[kind]:
             return f"{name} with a per-channel filter along axis {weights.channel_quant.channel_dim}"
         return None

@@ -21,7 +21,13 @@ from nnrt.drivers.litert.geometry import (
     pool_window,
     transpose_conv_window,
 )
-from nnrt.drivers.litert.quantized import QUANT8, quantized_weights
+from nnrt.drivers.litert.quantized import (
+    QUANT8,
+    converted,
+    quantized_weights,
+    signed_twin,
+    unsigned_per_channel,
+)
 from nnrt.drivers.litert.writer import TO_NHWC, Writer
 from nnrt.errors import OpFailed
 from nnrt.model.types import OperationType
@@ -87,10 +93,16 @@ def write_window(writer: Writer, ctx: OperationContext) -> None:
     if window.pads is not None:
         source = _pad(writer, ctx.index, source, dims, window.pads, op.type == Op.MAX_POOL_2D)
     inputs = [source]
+    target = writer.output(output, window.nchw)
     if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
         inputs += _weights(writer, ctx)
-    writer.operator(_BUILTINS[op.type], inputs, [writer.output(output, window.nchw)],
-                    options_type, options)
+        if unsigned_per_channel(writer.model, ctx):  # computed in int8, converted both ways
+            inputs[0] = converted(writer, source, signed_twin(writer, source))
+            result, target = target, signed_twin(writer, target)
+            writer.operator(_BUILTINS[op.type], inputs, [target], options_type, options)
+            converted(writer, target, result)
+            return
+    writer.operator(_BUILTINS[op.type], inputs, [target], options_type, options)
 
 
 def _weights(writer: Writer, ctx: OperationContext) -> list[int]:

@@ -168,12 +168,14 @@ def _run(model: Model, feed: list[Array], path: str) -> Array:
 
 
 def _check(got: Array, want: Array, path: str) -> None:
-    """Within one step everywhere; the builtin kernels' fixed point exactly like NNAPI's
-    except at the odd multiplier TFLite computes in double where NNAPI rounds the scales'
-    product to float first; XNNPACK's float requantization off by one at ties only."""
+    """Within one step everywhere, and mostly exact: the builtin kernels' fixed point is
+    NNAPI's (off by one at the odd value where TFLite computes a multiplier from the scales in
+    double and NNAPI rounds their product to float first); XNNPACK requantizes in float32
+    (``acc * scale`` rounded to nearest even), one step off near halfway points: up to 3 % of
+    a MUL's outputs (products of up to 16 bits), under 1 % elsewhere."""
     diff = np.abs(got.astype(np.int64) - want.reshape(got.shape))
     assert diff.max() <= 1, f"{path}: {int(diff.max())} steps off"
-    assert np.count_nonzero(diff) <= max(2, diff.size // 50), f"{path}: {np.count_nonzero(diff)}"
+    assert np.count_nonzero(diff) <= max(2, diff.size // 20), f"{path}: {np.count_nonzero(diff)}"
 
 
 # -- the operations -----------------------------------------------------------------------------
@@ -187,6 +189,8 @@ _CONVS = [  # type, filter type, filter zero point, depthwise, stride, pads, act
     (U8, U8, 100, True, (1, 1), (1, 1, 1, 1), 0, 1),
     (S8, S8, -5, True, (2, 1), (0, 1, 1, 0), 3, 1),
     (S8, PER_CHANNEL, 0, True, (1, 1), (2, 2, 2, 2), 1, 2),
+    (U8, PER_CHANNEL, 0, False, (1, 1), (0, 1, 0, 1), 3, 1),  # in int8, converted each way
+    (U8, PER_CHANNEL, 0, True, (2, 2), (1, 1, 1, 1), 0, 1),
 ]
 
 
@@ -333,8 +337,6 @@ def _conv_model(type_: T, filter_type: T, filter_value: Array, filter_zero: int 
 
 def test_what_tflite_computes_otherwise_is_refused_with_the_reason() -> None:
     ones = np.ones((2, 1, 1, 2), np.int8)
-    assert "TFLite's uint8 kernels take one filter scale" in _reason(
-        _conv_model(U8, PER_CHANNEL, ones))
     # an int8 filter of zero point 10 holding -128: -138 is not an int8
     shifted = np.full((2, 1, 1, 2), -128, np.int8)
     assert "int8 kernels take symmetric filters" in _reason(_conv_model(S8, S8, shifted, 10))
@@ -355,6 +357,19 @@ def test_what_tflite_computes_otherwise_is_refused_with_the_reason() -> None:
               *b.ints(0)]
     assert "int8 kernel does not rescale" in _reason(
         b.finish(Op.CONCATENATION, inputs, S8, (4, 2), 0.5, 0))
+
+
+def test_a_uint8_convolution_with_a_per_channel_filter_is_computed_in_int8() -> None:
+    names = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
+    model = _conv_model(U8, PER_CHANNEL, np.ones((2, 1, 1, 2), np.int8))
+    tflite = fb.ModelT.InitFromPackedBuf(write_partition(model), 0)
+    graph = tflite.subgraphs[0]
+    assert [names[tflite.operatorCodes[o.opcodeIndex].builtinCode]
+            for o in graph.operators] == ["QUANTIZE", "CONV_2D", "QUANTIZE"]
+    conv = graph.operators[1]
+    assert [graph.tensors[k].type for k in (*conv.inputs[:2], *conv.outputs)] == [
+        fb.TensorType.INT8] * 3
+    assert list(graph.tensors[conv.inputs[0]].quantization.zeroPoint) == [-128]
 
 
 def test_a_quantised_operation_without_a_tflite_form_names_the_operation() -> None:
