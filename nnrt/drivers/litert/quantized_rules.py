@@ -44,7 +44,7 @@ QUANTIZED_OPS = frozenset({
     Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH,
     Op.SOFTMAX, Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE, Op.CONCATENATION,
     Op.MEAN, Op.QUANTIZE, Op.DEQUANTIZE, Op.RESIZE_NEAREST_NEIGHBOR, Op.MAXIMUM, Op.MINIMUM,
-    Op.SLICE, Op.STRIDED_SLICE, Op.GATHER,
+    Op.SLICE, Op.STRIDED_SLICE, Op.GATHER, Op.PAD, Op.PAD_V2, Op.MIRROR_PAD, Op.TILE,
 })
 #: The quantised tensor types each of those takes (every slot that is not a parameter).
 QUANTIZED_TYPES = _Q8
@@ -64,7 +64,7 @@ _INT16_MAX = 32767
 _SAME_QUANT = frozenset({Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.RELU, Op.RELU1, Op.RELU6,
                          Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE,
                          Op.RESIZE_NEAREST_NEIGHBOR, Op.SLICE, Op.STRIDED_SLICE, Op.GATHER,
-                         Op.MEAN})
+                         Op.MEAN, Op.PAD, Op.PAD_V2, Op.MIRROR_PAD, Op.TILE})
 
 
 def _quant(operand: Operand) -> tuple[OperandType, float, int]:

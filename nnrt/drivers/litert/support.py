@@ -85,7 +85,7 @@ SELECTED = frozenset({
     Op.EXP, Op.EXPAND_DIMS, Op.SQUEEZE, Op.EQUAL, Op.SELECT, Op.SLICE, Op.POW, Op.GATHER,
     Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.NOT_EQUAL, Op.LESS,
     Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL, Op.TILE,
-    Op.QUANTIZE, Op.DEQUANTIZE,
+    Op.QUANTIZE, Op.DEQUANTIZE, Op.PAD, Op.PAD_V2,
 })
 #: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
 #: better), converted at the partition's edges (:mod:`.dispatch`).
@@ -107,13 +107,14 @@ _INT32_PARAMETERS = frozenset({
     (Op.RESHAPE, 1), (Op.MEAN, 1), (Op.REDUCE_SUM, 1), (Op.REDUCE_MAX, 1), (Op.TRANSPOSE, 1),
     (Op.SQUEEZE, 1), (Op.SLICE, 1), (Op.SLICE, 2), (Op.MIRROR_PAD, 1),
     (Op.TRANSPOSE_CONV_2D, 3), (Op.STRIDED_SLICE, 1), (Op.STRIDED_SLICE, 2),
-    (Op.STRIDED_SLICE, 3), (Op.FILL, 0), (Op.TILE, 1),
+    (Op.STRIDED_SLICE, 3), (Op.FILL, 0), (Op.TILE, 1), (Op.PAD, 1), (Op.PAD_V2, 1),
 })
 #: Scalar parameters, always constants.
 _SCALAR_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL)
 #: The highest tensor rank written (nnrt's ``com.nnrt.rank6`` limit; the bytecode check in
 #: :mod:`.dispatch` holds the same bound).
 _MAX_RANK = 6
+_MAX_PAD_RANK = 5
 #: UNIDIRECTIONAL_SEQUENCE_LSTM activations TFLite's kernel applies as NNAPI does.
 _LSTM_ACTIVATIONS = {1: "relu", 3: "relu6", 4: "tanh"}
 
@@ -276,7 +277,16 @@ def _pow(model: Model, ctx: OperationContext) -> str | None:
     return None
 
 
+def _pad(model: Model, ctx: OperationContext) -> str | None:
+    rank = len(ctx.shape(0))
+    if rank > _MAX_PAD_RANK:
+        return (f"{operation_name(ctx.operation.type)} of rank {rank} (TFLite's PAD kernels "
+                f"take rank {_MAX_PAD_RANK} at most)")
+    return None
+
+
 _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
+    Op.PAD: _pad, Op.PAD_V2: _pad,
     **dict.fromkeys((Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
                      Op.TRANSPOSE_CONV_2D), _window),
     Op.SOFTMAX: _softmax, Op.NNRT_ERF: _erf, Op.EXP: _exp,
