@@ -40,8 +40,10 @@ from nnrt.drivers.litert.patterns import operand_readers
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import static_context
+from nnrt.ops.quant import QUANT_RANGES
 
-__all__ = ["BiasFold", "Fold", "Fused", "fold_affine", "fold_bias", "fuse_activations"]
+__all__ = ["BiasFold", "Fold", "Fused", "fold_affine", "fold_bias", "fuse_activations",
+           "rectified"]
 
 Op = OperationType
 Array = np.ndarray[Any, Any]
@@ -275,3 +277,17 @@ def _activation(model: Model, index: int) -> int | None:
         return 0
     value = model.constant_value(op.inputs[slot])
     return None if value is None else int(value)
+
+
+def rectified(model: Model, operand: int) -> bool:
+    """Whether ``operand`` holds no value below zero (a quantised tensor: its zero point): it
+    is the output of a RELU or RELU6 (the operation, or an operation's fused activation), or a
+    quantised tensor whose zero point is its type's minimum (as onnxruntime quantises a
+    ``Relu``'s output, leaving the ``Relu`` out)."""
+    found = model.operands[operand]
+    if found.type in QUANT_RANGES and found.zero_point == QUANT_RANGES[found.type][0]:
+        return True
+    for index, op in enumerate(model.operations):
+        if operand in op.outputs:
+            return op.type in (Op.RELU, Op.RELU6) or _activation(model, index) in (1, 3)
+    return False

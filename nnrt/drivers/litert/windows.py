@@ -3,7 +3,10 @@
 Each reads and writes NHWC tensors when the NNAPI operation is NCHW (the layout flag), so an
 NCHW region stays in NHWC across them (:mod:`.writer`). The TFLite form of each window comes
 from :mod:`.geometry`; explicit pads TFLite's SAME / VALID do not give become a PAD (zeros) or
-PADV2 (-inf, for MAX_POOL_2D) before a VALID window.
+PADV2 (-inf, for MAX_POOL_2D) before a VALID window. A MAX_POOL_2D of a RELU's or RELU6's
+output (no value below zero) pads with zeros too: a window's maximum is one of its values either
+way, and XNNPACK takes PAD (PADV2 splits its partition). Quantised tensors pad with their zero
+point, or the type's minimum for -inf.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
+from nnrt.drivers.litert.folding import rectified
 from nnrt.drivers.litert.geometry import (
     TransposeWindow,
     Window,
@@ -90,8 +94,9 @@ def write_window(writer: Writer, ctx: OperationContext) -> None:
         options_type, options = _pool_options(window)
     output = writer.result(ctx.index, options)
     source, dims = _source(writer, op.inputs[0], window.nchw)
-    if window.pads is not None:
-        source = _pad(writer, ctx.index, source, dims, window.pads, op.type == Op.MAX_POOL_2D)
+    if window.pads is not None:  # a max pool of rectified values pads with zeros (PAD) too
+        lowest = op.type == Op.MAX_POOL_2D and not rectified(writer.model, op.inputs[0])
+        source = _pad(writer, ctx.index, source, dims, window.pads, lowest)
     inputs = [source]
     target = writer.output(output, window.nchw)
     if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
