@@ -288,13 +288,16 @@ def test_arithmetic_computes_nnapis_integer_arithmetic(
     (Op.AVERAGE_POOL_2D, (2, 2), 2, (0, 0, 0, 0), 3), (Op.AVERAGE_POOL_2D, (3, 3), 1,
                                                         (1, 1, 1, 1), 1),
 ])
+@pytest.mark.parametrize("zero_at_minimum", [False, True])
 def test_pooling_computes_nnapis_integer_arithmetic(
         kind: Op, size: tuple[int, int], stride: int, pads: tuple[int, int, int, int],
-        activation: int, type_: T, path: str) -> None:
+        activation: int, type_: T, path: str, zero_at_minimum: bool) -> None:
     """Max over the real elements (explicit pads: the type's minimum, never a maximum);
     averages over the real elements, rounded half away from zero."""
     x = _values(type_, (2, 9, 10, 4))
-    scale, zero = 0.05 + RNG.random(), _zero(type_)
+    scale, zero = 0.05 + RNG.random(), max(_zero(type_), QUANT_RANGES[type_][0] + 1)
+    if zero_at_minimum:  # no value below the zero point: padded with it (PAD, not PADV2)
+        zero = QUANT_RANGES[type_][0]
     top, bottom, left, right = pads
     oh = (9 + top + bottom - size[0]) // stride + 1
     ow = (10 + left + right - size[1]) // stride + 1
@@ -314,6 +317,15 @@ def test_pooling_computes_nnapis_integer_arithmetic(
                 want[:, i, j] = np.sign(total) * ((np.abs(total) + count // 2) // count)
     low, high = activation_range(activation, scale, zero, type_)
     np.testing.assert_array_equal(_run(model, b.feed, path), np.clip(want, low, high))
+    if kind == Op.MAX_POOL_2D and any(pads):
+        assert ("PADV2" in _builtins(model)) != zero_at_minimum
+
+
+def _builtins(model: Model) -> list[str]:
+    names = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
+    tflite = fb.ModelT.InitFromPackedBuf(write_partition(model), 0)
+    return [names[tflite.operatorCodes[o.opcodeIndex].builtinCode]
+            for o in tflite.subgraphs[0].operators]
 
 
 # -- refusals -----------------------------------------------------------------------------------
@@ -360,12 +372,9 @@ def test_what_tflite_computes_otherwise_is_refused_with_the_reason() -> None:
 
 
 def test_a_uint8_convolution_with_a_per_channel_filter_is_computed_in_int8() -> None:
-    names = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
     model = _conv_model(U8, PER_CHANNEL, np.ones((2, 1, 1, 2), np.int8))
-    tflite = fb.ModelT.InitFromPackedBuf(write_partition(model), 0)
-    graph = tflite.subgraphs[0]
-    assert [names[tflite.operatorCodes[o.opcodeIndex].builtinCode]
-            for o in graph.operators] == ["QUANTIZE", "CONV_2D", "QUANTIZE"]
+    assert _builtins(model) == ["QUANTIZE", "CONV_2D", "QUANTIZE"]
+    graph = fb.ModelT.InitFromPackedBuf(write_partition(model), 0).subgraphs[0]
     conv = graph.operators[1]
     assert [graph.tensors[k].type for k in (*conv.inputs[:2], *conv.outputs)] == [
         fb.TensorType.INT8] * 3
