@@ -34,6 +34,12 @@ __all__ = ["MAX_CONSTANT_COPY_BYTES", "Model", "attach_aot", "refine_dims", "ren
 #: ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES); larger ones by reference.
 MAX_CONSTANT_COPY_BYTES = 128
 
+# NNAPI's test specs give a per-channel convolution's bias per-channel scales marked ``hide``:
+# they only quantise the bias values and never reach the model (NNAPI rejects them too).
+_PER_CHANNEL_BIAS_HINT = (" (the INT32 bias of a per-channel convolution takes scale 0 and no "
+                          "per-channel parameters: its scales are input_scale * "
+                          "filter_scale[c], implied by the filter)")
+
 
 class Model:
     """A graph of NNAPI operations over operands; immutable once :meth:`finish` succeeds.
@@ -251,8 +257,9 @@ class Model:
         operand = self._operand_for("set_operand_symm_per_channel_quant_params", index)
         where = f"operand {index} ({operand.describe()})"
         if operand.type != OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            hint = _PER_CHANNEL_BIAS_HINT if operand.type == OperandType.TENSOR_INT32 else ""
             raise BadData(f"{where}: per-channel quantisation needs "
-                          "TENSOR_QUANT8_SYMM_PER_CHANNEL")
+                          f"TENSOR_QUANT8_SYMM_PER_CHANNEL, got {operand.type.name}{hint}")
         quant = ChannelQuant(int(channel_dim), tuple(float(s) for s in scales))
         check_operand(replace(operand, channel_quant=quant), where)
         self._update(index, channel_quant=quant)

@@ -14,7 +14,21 @@ NNAPI signatures:
 * PRELU: input 0 and input 1 (alpha) tensors of the same type (float or quant8), broadcastable;
   output of that type and the broadcast shape; ``output = x < 0 ? alpha * x : x``.
 
-Only the float kernels are implemented; quantised variants validate but are unsupported.
+Quantised kernels (TENSOR_QUANT8_ASYMM and _SIGNED) are NNAPI's CPU executor's, bit for bit:
+
+* RELU / RELU1 / RELU6: a clamp in the quantised domain to the activation's range for the
+  input's scale and zero point (:func:`nnrt.ops.quant.activation_range`).
+* LOGISTIC / TANH: the input, offset by its zero point, is scaled by the quantised multiplier of
+  ``scale * 2**27`` into gemmlowp's FixedPoint<int32, 4>; inputs beyond the radius that
+  representation holds saturate to the type's extremes, the others go through gemmlowp's
+  fixed-point ``logistic`` / ``tanh`` (:mod:`nnrt.ops.fixed_point`) and a rounding shift to the
+  fixed output quantisation. No float is involved.
+* HARD_SWISH: TFLite's 16-bit fixed-point kernel (NNAPI 1.3): the input on a scale 128 times
+  finer, a "relu-ish" factor in [0, 1] from a saturating rescale of ``x`` to [-3, 3], products
+  by int16 doubling high multiplies, then the output multiplier's shift and zero point.
+* PRELU: ``x >= 0 ? x * (scale / output_scale) : x * alpha * (scale * alpha_scale /
+  output_scale)`` on the offset integers through two quantised multipliers (the first computed
+  in float32, as NNAPI does), plus the output zero point, saturated.
 """
 
 from __future__ import annotations
@@ -24,10 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.model.operand import FLOAT_TENSOR_TYPES
-from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, FusedActivation, OperandType, OperationType
+from nnrt.ops import fixed_point
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import OperationDef, Shape, add_definition, register
+from nnrt.ops.quant import (
+    activation_range,
+    is_quantized,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturate,
+)
 from nnrt.ops.shapes import broadcast_shapes
 
 __all__ = ["expect_output_quant", "scalar_type_for"]
@@ -39,6 +61,7 @@ INPUT, ALPHA = 0, 1
 
 QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 _TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, *QUANT8)
+_FLOAT_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
 
 
 def scalar_type_for(tensor_type: OperandType) -> OperandType:
@@ -99,21 +122,138 @@ def _prepare_unary(ctx: OperationContext) -> list[Shape]:
 
 
 def _execute_unary(ctx: ExecutionContext) -> list[Array]:
+    if is_quantized(ctx.input_type(INPUT)):
+        return [_QUANT_KERNELS[ctx.op_type](ctx, ctx.tensor(INPUT).astype(np.int64))]
     x = ctx.tensor(INPUT).astype(np.float64)
     return [np.asarray(_KERNELS[ctx.op_type](x))]
 
 
+# -- the quantised kernels ----------------------------------------------------------------------
+
+_RELU_CODES = {OperationType.RELU: FusedActivation.RELU,
+               OperationType.RELU1: FusedActivation.RELU1,
+               OperationType.RELU6: FusedActivation.RELU6}
+#: Integer bits of the fixed-point input of LOGISTIC and TANH (FixedPoint<int32, 4>).
+_INPUT_INTEGER_BITS = 4
+
+
+def _relu_quant8(ctx: ExecutionContext, q: Array) -> Array:
+    src = ctx.operand(INPUT)
+    low, high = activation_range(_RELU_CODES[ctx.op_type], src.scale, src.zero_point, src.type)
+    return saturate(q, src.type, low, high)
+
+
+def _fixed_point_input(ctx: ExecutionContext, q: Array) -> tuple[Array, Array, int]:
+    """The offset input ``x`` and, where ``|x|`` is below the radius, ``x`` rescaled to
+    FixedPoint<int32, 4> (NNAPI's ``QuantizeMultiplierGreaterThanOne(scale * 2**27)``)."""
+    src = ctx.operand(INPUT)
+    real = float(np.float32(src.scale)) * float(1 << (31 - _INPUT_INTEGER_BITS))
+    if not real > 1.0:
+        ctx.fail(f"input scale {src.scale:g} is too small for NNAPI's fixed-point kernel "
+                 "(scale * 2**27 must exceed 1)", input=INPUT)
+    multiplier, shift = quantize_multiplier(real)
+    radius = fixed_point.input_radius(_INPUT_INTEGER_BITS, shift)
+    x = q - src.zero_point
+    inside = np.abs(x) < radius
+    rescaled = multiply_by_quantized_multiplier(np.where(inside, x, 0), multiplier, shift)
+    return x, rescaled, radius
+
+
+def _logistic_quant8(ctx: ExecutionContext, q: Array) -> Array:
+    x, rescaled, radius = _fixed_point_input(ctx, q)
+    y = rounding_divide_by_pot(fixed_point.logistic(rescaled, _INPUT_INTEGER_BITS), 23)
+    y = np.where(x <= -radius, 0, np.where(x >= radius, 256, y))  # in units of 1/256
+    out = ctx.output_operand(0)
+    return saturate(y + out.zero_point, out.type)
+
+
+def _tanh_quant8(ctx: ExecutionContext, q: Array) -> Array:
+    x, rescaled, radius = _fixed_point_input(ctx, q)
+    y = rounding_divide_by_pot(fixed_point.tanh(rescaled, _INPUT_INTEGER_BITS), 24)
+    y = np.where(x <= -radius, -128, np.where(x >= radius, 128, y))  # in units of 1/128
+    out = ctx.output_operand(0)
+    return saturate(y + out.zero_point, out.type)
+
+
+def _hard_swish_quant8(ctx: ExecutionContext, q: Array) -> Array:
+    """TFLite's ``reference_ops::HardSwish`` with NNAPI's parameters (see the module doc)."""
+    src, out = ctx.operand(INPUT), ctx.output_operand(0)
+    hires_input_scale = np.float32(1.0 / 128.0) * np.float32(src.scale)  # float32 throughout
+    output_multiplier = hires_input_scale / np.float32(out.scale)
+    reluish_multiplier = hires_input_scale / (np.float32(3.0) / np.float32(32768.0))
+    out_m, out_exp = _int16_multiplier(float(output_multiplier))
+    if out_exp > 0:
+        ctx.fail(f"output scale {out.scale:g} is too small for NNAPI's HARD_SWISH kernel "
+                 "(input scale / 128 / output scale must be below 1)", output=0)
+    reluish_m, reluish_exp = _int16_multiplier(float(reluish_multiplier))
+    hires = (q - src.zero_point) * 128
+    preshift_output = _high_mul16(hires, out_m, rounding=True)
+    reluish = hires
+    if reluish_exp > 0:  # shift left by all but one bit, saturating, before the multiply
+        reluish = np.clip(reluish << (reluish_exp - 1), -(2**15), 2**15 - 1)
+    reluish = _high_mul16(reluish, reluish_m, rounding=True)
+    if reluish_exp > 0:
+        reluish = np.clip(reluish << 1, -(2**15), 2**15 - 1)
+    elif reluish_exp < 0:
+        reluish = _rounding_divide_by_pot16(reluish, -reluish_exp)
+    reluish = (reluish + (1 << 15)) >> 1  # from [-1, 1] to [0, 1]
+    result = _rounding_divide_by_pot16(_high_mul16(reluish, preshift_output, rounding=False),
+                                       -out_exp)
+    return saturate(_wrap_int16(result + out.zero_point), out.type)
+
+
+def _int16_multiplier(real: float) -> tuple[int, int]:
+    """``QuantizeMultiplier`` then TFLite's ``DownScaleInt32ToInt16Multiplier``."""
+    m32, exponent = quantize_multiplier(real)
+    if m32 >= 2**31 - 1 - (1 << 15):
+        return 2**15 - 1, exponent
+    return (m32 + (1 << 15)) >> 16, exponent
+
+
+def _wrap_int16(x: Array) -> Array:
+    wrapped: Array = ((x + 2**15) & 0xFFFF) - 2**15
+    return wrapped
+
+
+def _high_mul16(a: Array, b: Any, *, rounding: bool) -> Array:
+    """gemmlowp's int16 ``SaturatingRoundingDoublingHighMul`` (``rounding``) or TFLite's
+    ``SaturatingDoublingHighMul``: ``a * b / 2**15`` truncated toward zero, after a nudge."""
+    b = np.asarray(b, np.int64)
+    ab = a * b
+    if rounding:
+        ab = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
+    overflow = (a == b) & (a == -(2**15))
+    return np.where(overflow, 2**15 - 1, _wrap_int16(high))
+
+
+def _rounding_divide_by_pot16(x: Array, exponent: int) -> Array:
+    """gemmlowp's ``RoundingDivideByPOT`` on int16 (the mask wraps to int16 too)."""
+    mask = (((1 << exponent) - 1 + 2**15) & 0xFFFF) - 2**15
+    threshold = (mask >> 1) + (x < 0)
+    return _wrap_int16((x >> exponent) + ((x & mask) > threshold))
+
+
+_QUANT_KERNELS: dict[OperationType, Callable[[ExecutionContext, Array], Array]] = {
+    OperationType.RELU: _relu_quant8,
+    OperationType.RELU1: _relu_quant8,
+    OperationType.RELU6: _relu_quant8,
+    OperationType.LOGISTIC: _logistic_quant8,
+    OperationType.TANH: _tanh_quant8,
+    OperationType.HARD_SWISH: _hard_swish_quant8,
+}
+
 for _op in _KERNELS:
     add_definition(OperationDef(
         type=_op, validate=_validate_unary, prepare=_prepare_unary, execute=_execute_unary,
-        inputs=("input",), kernel_types=FLOAT_TENSOR_TYPES,
+        inputs=("input",), kernel_types=frozenset(_TYPES),
         nnapi_max_rank=None if _op == OperationType.HARD_SWISH else 4,
     ))
 
 
 # -- ELU ----------------------------------------------------------------------------------------
 
-@register(OperationType.ELU, inputs=("input", "alpha"), kernel_types=FLOAT_TENSOR_TYPES)
+@register(OperationType.ELU, inputs=("input", "alpha"), kernel_types=_FLOAT_TYPES)
 class Elu:
     """ELU: exponential linear unit with a scalar ``alpha``."""
 
@@ -140,7 +280,7 @@ class Elu:
 
 # -- PRELU --------------------------------------------------------------------------------------
 
-@register(OperationType.PRELU, inputs=("input", "alpha"), kernel_types=FLOAT_TENSOR_TYPES)
+@register(OperationType.PRELU, inputs=("input", "alpha"), kernel_types=frozenset(_TYPES))
 class PRelu:
     """PRELU: leaky ReLU with a broadcast tensor ``alpha``."""
 
@@ -161,6 +301,22 @@ class PRelu:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """``x >= 0 ? x : alpha * x`` with broadcasting."""
+        if is_quantized(ctx.input_type(INPUT)):
+            return [PRelu._execute_quant8(ctx)]
         x = ctx.tensor(INPUT).astype(np.float64)
         alpha = ctx.tensor(ALPHA).astype(np.float64)
         return [np.where(x >= 0, x, x * alpha)]
+
+    @staticmethod
+    def _execute_quant8(ctx: ExecutionContext) -> Array:
+        """NNAPI's PRELU ``evalQuant8``: a quantised multiplier for each sign of the input."""
+        src, alpha_op, out = ctx.operand(INPUT), ctx.operand(ALPHA), ctx.output_operand(0)
+        s_in, s_alpha, s_out = (np.float32(o.scale) for o in (src, alpha_op, out))
+        m_pos, shift_pos = quantize_multiplier(float(s_in / s_out))  # float32 division
+        m_neg, shift_neg = quantize_multiplier(float(s_in * s_alpha) / float(s_out))
+        x = ctx.tensor(INPUT).astype(np.int64) - src.zero_point
+        alpha = ctx.tensor(ALPHA).astype(np.int64) - alpha_op.zero_point
+        x, alpha = np.broadcast_arrays(x, alpha)
+        positive = multiply_by_quantized_multiplier(x, m_pos, shift_pos)
+        negative = multiply_by_quantized_multiplier(x * alpha, m_neg, shift_neg)
+        return saturate(np.where(x >= 0, positive, negative) + out.zero_point, out.type)

@@ -16,8 +16,21 @@ NNAPI signatures:
 Float kernels compute in float64 and round once to the output type, except that ADD, SUB, MUL
 and DIV compute in their float type directly: those IEEE operations are correctly rounded, and
 float64 (float32 for float16) holds more than twice the significand bits, so rounding the wider
-result once gives the very same value — without three conversions per operation. Quantised
-MAXIMUM / MINIMUM validate but are not implemented by the reference kernels.
+result once gives the very same value — without three conversions per operation.
+
+Quantised kernels (TENSOR_QUANT8_ASYMM and _SIGNED) follow NNAPI's CPU executor bit for bit
+(every input and the output has its own scale and zero point; scales are float32):
+
+* ADD, SUB: both inputs, offset by their zero points and shifted left by 20 bits, are scaled by
+  quantised multipliers ``scale_i / (2 * max(scale1, scale2))`` (SUB negates input 2's), summed
+  in int32 and scaled by ``2 * max(scale1, scale2) / (2**20 * output_scale)``; then the output
+  zero point and the fused activation's clamp in the quantised domain. NNAPI's kernel fails when
+  that last multiplier is not below 1 (``output_scale`` too small): so does nnrt, at execution.
+* MUL: ``(q1 - zp1) * (q2 - zp2)`` in int32 scaled by ``scale1 * scale2 / output_scale``
+  (float32 product), which must be below 1 — a static rule for TENSOR_QUANT8_ASYMM (NNAPI's
+  validation), an execution failure for _SIGNED (NNAPI's kernel).
+* MAXIMUM, MINIMUM: each input requantised to the output's scale and zero point
+  (:func:`nnrt.ops.quant.change_quantization`), then the larger / smaller value.
 """
 
 from __future__ import annotations
@@ -33,6 +46,14 @@ from nnrt.ops import parallel
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import OperationDef, Shape, Specialized, add_definition
 from nnrt.ops.fused import apply_activation
+from nnrt.ops.quant import (
+    activation_range,
+    change_quantization,
+    is_quantized,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    saturate,
+)
 from nnrt.ops.shapes import broadcast_inputs, expect_typed_pair
 
 T = OperandType
@@ -41,7 +62,11 @@ INPUT1, INPUT2, ACTIVATION = 0, 1, 2
 
 _TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
           T.TENSOR_QUANT8_ASYMM_SIGNED)
-_KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
+_KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32,
+                           T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED})
+_DIV_KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
+#: ADD and SUB shift their quantised inputs left by this many bits before rescaling them.
+_ADD_LEFT_SHIFT = 20
 
 Array = np.ndarray[Any, Any]
 
@@ -54,6 +79,13 @@ def _validate(ctx: OperationContext) -> None:
     _check_ranks(ctx)
     if t == T.TENSOR_INT32 and ctx.constant(ACTIVATION) not in (None, FusedActivation.NONE):
         ctx.fail("TENSOR_INT32 requires fused activation NONE", input=ACTIVATION)
+    if ctx.op_type == OperationType.DIV and is_quantized(t):
+        ctx.fail(f"DIV does not take {t.name}", input=INPUT1)
+    if ctx.op_type == OperationType.MUL and t == T.TENSOR_QUANT8_ASYMM:
+        s1, s2, so = _scales(ctx)
+        if not so > s1 * s2:
+            ctx.fail(f"output scale {float(so):g} must exceed the product of the input scales "
+                     f"{float(s1):g} * {float(s2):g}", output=0)
 
 
 def _check_ranks(ctx: OperationContext) -> None:
@@ -87,6 +119,8 @@ _INT_FUNCS: dict[OperationType, Callable[[Array, Array], Array]] = {
 def _execute(ctx: ExecutionContext) -> list[Array]:
     a, b = ctx.tensor(INPUT1), ctx.tensor(INPUT2)
     activation = ctx.scalar(ACTIVATION)
+    if is_quantized(ctx.input_type(INPUT1)):
+        return [_execute_quant8(ctx, a, b, activation)]
     if ctx.input_type(INPUT1) == T.TENSOR_INT32:
         if activation != FusedActivation.NONE:
             ctx.fail("TENSOR_INT32 requires fused activation NONE", input=ACTIVATION)
@@ -107,6 +141,47 @@ def _execute(ctx: ExecutionContext) -> list[Array]:
     parallel.ufunc_into(func, a, b, dest)  # large outputs: split over threads
     _activate_in_place(dest, activation)
     return [dest]
+
+
+def _scales(ctx: OperationContext) -> tuple[np.float32, np.float32, np.float32]:
+    """The float32 scales of input 1, input 2 and the output (NNAPI holds them as float)."""
+    return (np.float32(ctx.operand(INPUT1).scale), np.float32(ctx.operand(INPUT2).scale),
+            np.float32(ctx.output_operand(0).scale))
+
+
+def _multiplier_below_one(ctx: ExecutionContext, real: float, what: str) -> tuple[int, int]:
+    """NNAPI's ``QuantizeMultiplierSmallerThanOneExp``: the kernel fails unless 0 < real < 1."""
+    if not 0.0 < real < 1.0:
+        ctx.fail(f"the {what} multiplier {real:g} is not in (0, 1): NNAPI's quantised kernel "
+                 "cannot represent it (output scale too small for the input scales)", output=0)
+    return quantize_multiplier(real)
+
+
+def _execute_quant8(ctx: ExecutionContext, a: Array, b: Array, activation: int) -> Array:
+    """ADD, SUB, MUL of quant8 tensors: NNAPI's ``addQuant8`` / ``subQuant8`` / ``mulQuant8``."""
+    t = ctx.input_type(INPUT1)
+    zp1, zp2 = ctx.operand(INPUT1).zero_point, ctx.operand(INPUT2).zero_point
+    out = ctx.output_operand(0)
+    s1, s2, so = _scales(ctx)
+    x1 = a.astype(np.int64) - zp1
+    x2 = b.astype(np.int64) - zp2
+    if ctx.op_type == OperationType.MUL:
+        product_scale = s1 * s2  # float32, as in C
+        m, shift = _multiplier_below_one(ctx, float(product_scale) / float(so), "output")
+        raw = multiply_by_quantized_multiplier(x1 * x2, m, shift)
+    else:
+        twice_max = np.float32(2) * max(s1, s2)
+        m1, shift1 = _multiplier_below_one(ctx, float(s1) / float(twice_max), "input 1")
+        m2, shift2 = _multiplier_below_one(ctx, float(s2) / float(twice_max), "input 2")
+        if ctx.op_type == OperationType.SUB:
+            m2 = -m2  # subQuant8 runs the ADD kernel with input 2's multiplier negated
+        real_out = float(twice_max) / float(np.float32(1 << _ADD_LEFT_SHIFT) * so)
+        mo, shift_o = _multiplier_below_one(ctx, real_out, "output")
+        total = (multiply_by_quantized_multiplier(x1 << _ADD_LEFT_SHIFT, m1, shift1)
+                 + multiply_by_quantized_multiplier(x2 << _ADD_LEFT_SHIFT, m2, shift2))
+        raw = multiply_by_quantized_multiplier(total, mo, shift_o)
+    low, high = activation_range(activation, out.scale, out.zero_point, t)
+    return saturate(raw + out.zero_point, t, low, high)
 
 
 def _specialize(ctx: OperationContext) -> Specialized | None:
@@ -145,17 +220,15 @@ def _activate_in_place(x: Array, code: int) -> None:
 for _op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
     add_definition(OperationDef(
         type=_op, validate=_validate, prepare=_prepare, execute=_execute,
-        inputs=("input1", "input2", "activation"), kernel_types=_KERNEL_TYPES,
+        inputs=("input1", "input2", "activation"),
+        kernel_types=_DIV_KERNEL_TYPES if _op == OperationType.DIV else _KERNEL_TYPES,
         specialize=_specialize, nnapi_max_rank=4,
     ))
 
 
 # -- MAXIMUM, MINIMUM, POW --------------------------------------------------------------------
 
-_MAX_MIN_KERNELS = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
 _POW_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-
-
 
 
 def _check_max_min_ranks(ctx: OperationContext) -> None:
@@ -178,7 +251,14 @@ def _prepare_max_min(ctx: OperationContext) -> list[Shape]:
 def _execute_max_min(ctx: ExecutionContext) -> list[Array]:
     a, b = ctx.tensor(INPUT1), ctx.tensor(INPUT2)
     pick = np.maximum if ctx.op_type == OperationType.MAXIMUM else np.minimum
-    if ctx.input_type(INPUT1) == T.TENSOR_INT32:
+    t = ctx.input_type(INPUT1)
+    if is_quantized(t):
+        out = ctx.output_operand(0)
+        a, b = (change_quantization(x, ctx.operand(i).scale, ctx.operand(i).zero_point,
+                                    out.scale, out.zero_point, t)
+                for i, x in ((INPUT1, a), (INPUT2, b)))
+        return [pick(a, b)]
+    if t == T.TENSOR_INT32:
         return [pick(a, b).astype(np.int32)]
     # NaN in either input propagates to the output.
     return [pick(a.astype(np.float64), b.astype(np.float64))]
@@ -211,7 +291,7 @@ def _execute_pow(ctx: ExecutionContext) -> list[Array]:
 for _op in (OperationType.MAXIMUM, OperationType.MINIMUM):
     add_definition(OperationDef(
         type=_op, validate=_validate_max_min, prepare=_prepare_max_min,
-        execute=_execute_max_min, inputs=("input1", "input2"), kernel_types=_MAX_MIN_KERNELS,
+        execute=_execute_max_min, inputs=("input1", "input2"), kernel_types=frozenset(_TYPES),
     ))
 
 add_definition(OperationDef(

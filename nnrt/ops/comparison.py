@@ -15,8 +15,10 @@ NNAPI signatures:
   input 1 where the condition is true and input 2 elsewhere.
 
 Float comparisons follow IEEE 754 (NaN compares unequal to everything, so only NOT_EQUAL is true
-for it). Quantised comparisons and SELECT validate but are not implemented by the reference
-kernels.
+for it). Quantised comparisons compare real values as NNAPI's kernel does: each input's
+``(q - zero_point) * scale`` in float32. Quantised SELECT requantises the chosen values to the
+output's scale and zero point (:func:`nnrt.ops.quant.change_quantization`), as NNAPI's kernel
+does for both inputs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
+from nnrt.ops.quant import change_quantization, is_quantized
 from nnrt.ops.shapes import broadcast_inputs, expect_typed_pair
 
 T = OperandType
@@ -40,10 +43,7 @@ CONDITION, TRUE_VALUES, FALSE_VALUES = 0, 1, 2
 
 _QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 _COMPARE_TYPES = (T.TENSOR_BOOL8, T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, *_QUANT8)
-_COMPARE_KERNELS = frozenset({T.TENSOR_BOOL8, T.TENSOR_FLOAT16, T.TENSOR_FLOAT32,
-                              T.TENSOR_INT32})
 _SELECT_TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, *_QUANT8)
-_SELECT_KERNELS = frozenset({T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32})
 
 _COMPARISONS: dict[OperationType, Callable[[Array, Array], Array]] = {
     Op.EQUAL: np.equal,
@@ -83,12 +83,22 @@ def _execute_compare(ctx: ExecutionContext) -> list[Array]:
     a, b = ctx.tensor(INPUT1), ctx.tensor(INPUT2)
     if ctx.op_type in _LOGICAL:
         return [_LOGICAL[ctx.op_type](a.astype(bool), b.astype(bool))]
-    if a.dtype.kind == "f":
+    if is_quantized(ctx.input_type(INPUT1)):
+        a, b = _real32(ctx, INPUT1, a), _real32(ctx, INPUT2, b)
+    elif a.dtype.kind == "f":
         # float16 values widen exactly, so comparing in float64 is comparing the inputs.
         a, b = a.astype(np.float64), b.astype(np.float64)
     elif a.dtype.kind in "iu":
         a, b = a.astype(np.int64), b.astype(np.int64)
     return [np.asarray(_COMPARISONS[ctx.op_type](a, b), dtype=bool)]
+
+
+def _real32(ctx: ExecutionContext, i: int, q: Array) -> Array:
+    """``(q - zero_point) * scale`` of quantised input ``i``, in float32 as NNAPI computes it."""
+    operand = ctx.operand(i)
+    real: Array = (q.astype(np.int64) - operand.zero_point).astype(np.float32) * np.float32(
+        operand.scale)
+    return real
 
 
 # -- LOGICAL_NOT ----------------------------------------------------------------------------
@@ -144,7 +154,14 @@ def _prepare_select(ctx: OperationContext) -> list[Shape]:
 
 def _execute_select(ctx: ExecutionContext) -> list[Array]:
     condition = ctx.tensor(CONDITION).astype(bool)
-    return [np.where(condition, ctx.tensor(TRUE_VALUES), ctx.tensor(FALSE_VALUES))]
+    a, b = ctx.tensor(TRUE_VALUES), ctx.tensor(FALSE_VALUES)
+    t = ctx.input_type(TRUE_VALUES)
+    if is_quantized(t):
+        out = ctx.output_operand(0)
+        a, b = (change_quantization(x, ctx.operand(i).scale, ctx.operand(i).zero_point,
+                                    out.scale, out.zero_point, t)
+                for i, x in ((TRUE_VALUES, a), (FALSE_VALUES, b)))
+    return [np.where(condition, a, b)]
 
 
 # -- registration ---------------------------------------------------------------------------
@@ -152,7 +169,8 @@ def _execute_select(ctx: ExecutionContext) -> list[Array]:
 for _op in _COMPARISONS:
     add_definition(OperationDef(
         type=_op, validate=_validate_compare, prepare=_prepare_compare,
-        execute=_execute_compare, inputs=("input1", "input2"), kernel_types=_COMPARE_KERNELS,
+        execute=_execute_compare, inputs=("input1", "input2"),
+        kernel_types=frozenset(_COMPARE_TYPES),
     ))
 for _op in _LOGICAL:
     add_definition(OperationDef(
@@ -167,5 +185,5 @@ add_definition(OperationDef(
 add_definition(OperationDef(
     type=Op.SELECT, validate=_validate_select, prepare=_prepare_select,
     execute=_execute_select, inputs=("condition", "input1", "input2"),
-    kernel_types=_SELECT_KERNELS, type_input=TRUE_VALUES,
+    kernel_types=frozenset(_SELECT_TYPES), type_input=TRUE_VALUES,
 ))

@@ -18,10 +18,12 @@ factors come width first; ``layout`` is a BOOL, true meaning NCHW, NHWC otherwis
   dilation.
 
 Bias is ``[depth_out]``. Types: TENSOR_FLOAT32 / FLOAT16 throughout, or QUANT8_ASYMM(_SIGNED)
-input with a filter of the same type or TENSOR_QUANT8_SYMM_PER_CHANNEL and an INT32 bias (see
-:func:`~nnrt.ops.conv_geometry.check_conv_types`); quantised variants validate but are not
-implemented by the reference kernels. Every padding must be smaller than the (dilated) filter
-size. Kernels gather the input patches once (im2col over filter taps) and multiply per group.
+input and output with a filter of the input's type or TENSOR_QUANT8_SYMM_PER_CHANNEL (scales
+along the output-channel dimension: 0, or 3 for DEPTHWISE_CONV_2D) and an INT32 bias (see
+:func:`~nnrt.ops.conv_geometry.check_conv_types`). Every padding must be smaller than the
+(dilated) filter size. Kernels gather the input patches once (im2col over filter taps) and
+multiply per group; the quantised variants run the same product on zero-point-centred integers
+and rescale as NNAPI does (:mod:`nnrt.ops.conv_quant`), all types and layouts alike.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ from nnrt.ops.conv_geometry import (
     to_nhwc,
     validate_param_types,
 )
+from nnrt.ops.conv_quant import centred, output_stage
 from nnrt.ops.fused import apply_activation
 from nnrt.ops.padding import conv_out_size
+from nnrt.ops.quant import is_quantized
 
 Array = np.ndarray[Any, Any]
 
@@ -205,12 +209,16 @@ def grouped_conv_nhwc(x: Array, w: Array, bias: Array, geo: Geometry, *, groups:
 def _execute(ctx: ExecutionContext) -> list[Array]:
     geo, groups, out_shape = _resolve(ctx)
     family = _FAMILIES[ctx.op_type]
-    x = to_nhwc(ctx.tensor(INPUT).astype(np.float64), geo.nchw)
-    w = family.as_grouped(ctx.tensor(FILTER).astype(np.float64))
+    x = to_nhwc(centred(ctx, INPUT), geo.nchw)
+    w = family.as_grouped(centred(ctx, FILTER))
     bias = ctx.tensor(BIAS).astype(np.float64)
     _, oh, ow, _ = nhwc_dims(out_shape, geo.nchw)
     y = grouped_conv_nhwc(x, w, bias, geo, groups=groups, out_hw=(oh, ow))
-    return [from_nhwc(apply_activation(y, geo.activation), geo.nchw)]
+    if is_quantized(ctx.input_type(INPUT)):
+        y = output_stage(ctx, y, geo.activation)
+    else:
+        y = apply_activation(y, geo.activation)
+    return [from_nhwc(y, geo.nchw)]
 
 
 def _names(op: OperationType) -> dict[int, tuple[str, ...]]:

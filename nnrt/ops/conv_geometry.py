@@ -53,8 +53,8 @@ INPUT, FILTER, BIAS = 0, 1, 2
 
 FLOAT_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-#: The input types the reference kernels implement (quantised variants only validate).
-KERNEL_TYPES = frozenset(FLOAT_TYPES)
+#: The input types the reference kernels implement: all of them.
+KERNEL_TYPES = frozenset(FLOAT_TYPES + QUANT_TYPES)
 
 _HEAD = ("input", "filter", "bias")
 _EXPLICIT_PADS = ("padding_left", "padding_right", "padding_top", "padding_bottom")

@@ -6,15 +6,16 @@ NNAPI signatures (one input tensor of rank ≥ 1, one output of the same shape):
   for input and output; TENSOR_BOOL8, TENSOR_QUANT16_ASYMM, TENSOR_QUANT16_SYMM,
   TENSOR_QUANT8_ASYMM_SIGNED and TENSOR_QUANT8_SYMM only cast to the same type. Scale and zero
   point are ignored (quantised data is treated as plain integers). Float → integer conversion
-  truncates toward zero (C++ ``static_cast``); nnrt saturates out-of-range values to the
-  integer range and maps NaN to 0 (NNAPI leaves these undefined). Casts involving quantised
-  types are not implemented (reported unsupported).
+  truncates toward zero (C++ ``static_cast``); a TENSOR_QUANT8_ASYMM output first clamps to
+  [0, 255] as NNAPI does; nnrt saturates out-of-range values to the int32 range and maps NaN to
+  0 (NNAPI leaves these undefined). An identity cast copies the values.
 * QUANTIZE: TENSOR_FLOAT16 / TENSOR_FLOAT32 → TENSOR_QUANT8_ASYMM (_SIGNED) using the output's
   scale and zero point: ``clamp(round(x / scale) + zeroPoint)``; ``x / scale`` is computed in
   float32 as NNAPI does, ``round`` rounds half away from zero, NaN clamps to the maximum.
 * DEQUANTIZE: TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT8_SYMM or
   TENSOR_QUANT8_SYMM_PER_CHANNEL (rank ≤ 4) → TENSOR_FLOAT16 / TENSOR_FLOAT32:
-  ``(q - zeroPoint) * scale`` with the per-channel scales along ``channel_dim`` where given.
+  ``(q - zeroPoint) * scale`` with the per-channel scales along ``channel_dim`` where given,
+  computed in float32 as NNAPI does (then rounded to float16 for a TENSOR_FLOAT16 output).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ _CAST_ANY = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8
 #: CAST types that only cast to themselves (feature level 4).
 _CAST_IDENTITY = (T.TENSOR_BOOL8, T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM,
                   T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM)
-_CAST_KERNEL = frozenset({T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_BOOL8})
 _QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 _DEQUANT_INPUTS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                    T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
@@ -50,7 +50,8 @@ def _same_shape(ctx: OperationContext) -> list[Shape]:
     return [ctx.shape(INPUT)]
 
 
-@register(OperationType.CAST, inputs=("input",), kernel_types=_CAST_KERNEL)
+@register(OperationType.CAST, inputs=("input",),
+          kernel_types=frozenset((*_CAST_ANY, *_CAST_IDENTITY)))
 class Cast:
     """CAST between tensor types (values converted, quantisation ignored)."""
 
@@ -65,28 +66,23 @@ class Cast:
             ctx.expect_output_type(0, t)
 
     @staticmethod
-    def supports(ctx: OperationContext) -> str | None:
-        """Only float16 / float32 / int32 / bool8 outputs are implemented."""
-        out = ctx.output_type(0)
-        if out not in _CAST_KERNEL:
-            return (f"CAST from {ctx.input_type(INPUT).name} to {out.name} is not implemented "
-                    "yet (implemented: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, "
-                    "TENSOR_BOOL8)")
-        return None
-
-    @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """Same shape as the input."""
         return _same_shape(ctx)
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """Convert, truncating and saturating float → int32; returns the output dtype."""
+        """Convert, truncating float → integer and saturating; returns the output dtype."""
         x = ctx.tensor(INPUT)
         dtype = ctx.output_dtype(0)
-        if dtype.kind == "i" and x.dtype.kind == "f":
-            v = np.trunc(x.astype(np.float64))
-            v = np.where(np.isnan(v), 0.0, np.clip(v, _INT32_MIN, _INT32_MAX))
+        if ctx.input_type(INPUT) == ctx.output_type(0):
+            return [x.copy()]
+        if dtype.kind in "iu":
+            low, high = ((0, 255) if ctx.output_type(0) == T.TENSOR_QUANT8_ASYMM
+                         else (_INT32_MIN, _INT32_MAX))
+            v = np.clip(x.astype(np.float64), low, high)
+            if x.dtype.kind == "f":
+                v = np.where(np.isnan(v), 0.0, np.trunc(v))
             return [v.astype(dtype)]
         return [x.astype(dtype)]
 
@@ -143,13 +139,15 @@ class Dequantize:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """``(q - zeroPoint) * scale`` with float32 scales, computed in float64."""
+        """``(q - zeroPoint) * scale`` in float32, then the output's dtype."""
         operand = ctx.operand(INPUT)
-        q = ctx.tensor(INPUT).astype(np.float64) - operand.zero_point
+        q = (ctx.tensor(INPUT).astype(np.int64) - operand.zero_point).astype(np.float32)
         quant = operand.channel_quant
+        scales: Any
         if quant is None:
-            return [q * float(np.float32(operand.scale))]
-        shape = [1] * q.ndim
-        shape[quant.channel_dim] = len(quant.scales)
-        scales = np.asarray(quant.scales, dtype=np.float32).astype(np.float64).reshape(shape)
-        return [q * scales]
+            scales = np.float32(operand.scale)
+        else:
+            shape = [1] * q.ndim
+            shape[quant.channel_dim] = len(quant.scales)
+            scales = np.asarray(quant.scales, dtype=np.float32).reshape(shape)
+        return [(q * scales).astype(ctx.output_dtype(0))]

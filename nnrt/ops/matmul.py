@@ -5,16 +5,18 @@ FULLY_CONNECTED (4 inputs): input (rank 2..4, flattened to ``[batch, input_size]
 ``[num_units, input_size]``, bias ``[num_units]`` (required), INT32 fused activation. Types:
 TENSOR_FLOAT32 / TENSOR_FLOAT16 (weights, bias and output alike) or TENSOR_QUANT8_ASYMM(_SIGNED)
 (weights alike, bias TENSOR_INT32 with scale input_scale * weights_scale and zero point 0).
-Output ``[batch, num_units]`` of the input's type.
+Output ``[batch, num_units]`` of the input's type; the quantised variants accumulate
+``(input - zero_point) * (weights - zero_point) + bias`` and rescale with the activation clamped
+in the quantised domain, as NNAPI does (:mod:`nnrt.ops.conv_quant`).
 
 BATCH_MATMUL (4 inputs): lhs, rhs (same type, same rank 2..4 — 2..6 with nnrt's
 ``com.nnrt.rank6`` extension —, same batch dimensions), adj_x,
 adj_y (BOOL; NO_VALUE means false) transposing the last two dims of lhs / rhs. Types:
-TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_INT32, TENSOR_QUANT8_ASYMM_SIGNED. Output
-``[..., r_o, c_o]`` of the inputs' type (``r_o`` = lhs rows after adj_x, ``c_o`` = rhs columns
-after adj_y).
-
-Quantised variants validate like NNAPI says but have no kernel here.
+TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_INT32, TENSOR_QUANT8_ASYMM_SIGNED (NNAPI defines no
+TENSOR_QUANT8_ASYMM variant). Output ``[..., r_o, c_o]`` of the inputs' type (``r_o`` = lhs
+rows after adj_x, ``c_o`` = rhs columns after adj_y). The quantised product is NNAPI's:
+``(lhs - zero_point) · (rhs - zero_point)`` in int32, rescaled by lhs_scale * rhs_scale /
+output_scale and saturated to int8 (no activation).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
+from nnrt.model.types import NNRT_MAX_RANK, FusedActivation, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
+from nnrt.ops.conv_quant import centred, output_stage
 from nnrt.ops.fused import apply_activation
+from nnrt.ops.quant import is_quantized
 
 T = OperandType
 Array = np.ndarray[Any, Any]
@@ -36,7 +40,7 @@ _QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 @register(OperationType.FULLY_CONNECTED, inputs=("input", "weights", "bias", "activation"),
-          kernel_types={T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
+          kernel_types={T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, *_QUANT_TYPES})
 class FullyConnected:
     """FULLY_CONNECTED: ``activation(reshape(input) @ weights.T + bias)``."""
 
@@ -93,17 +97,21 @@ class FullyConnected:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """Float64 product plus bias, then the fused activation."""
+        """Float64 product plus bias (exact on centred integers), then the fused activation."""
         c = FullyConnected
         batch, _ = ctx.output_shapes[0]
-        weights = ctx.tensor(c.WEIGHTS).astype(np.float64)
-        x = ctx.tensor(c.INPUT).astype(np.float64).reshape(batch, weights.shape[1])
+        weights = centred(ctx, c.WEIGHTS)
+        x = centred(ctx, c.INPUT).reshape(batch, weights.shape[1])
         result = x @ weights.T + ctx.tensor(c.BIAS).astype(np.float64)
-        return [apply_activation(result, ctx.scalar(c.ACTIVATION))]
+        activation = ctx.scalar(c.ACTIVATION)
+        if is_quantized(ctx.input_type(c.INPUT)):
+            return [output_stage(ctx, result, activation)]
+        return [apply_activation(result, activation)]
 
 
 @register(OperationType.BATCH_MATMUL, inputs=("lhs", "rhs", "adj_x", "adj_y"),
-          kernel_types={T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32}, nnapi_max_rank=4)
+          kernel_types={T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32,
+                        T.TENSOR_QUANT8_ASYMM_SIGNED}, nnapi_max_rank=4)
 class BatchMatmul:
     """BATCH_MATMUL: per-batch matrix products with optional transposes (adjoints)."""
 
@@ -155,16 +163,20 @@ class BatchMatmul:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """Float64 (or exact int64, wrapped to int32) batched product."""
+        """Float64 (or exact int64, wrapped to int32) batched product; quantised: rescaled."""
         c = BatchMatmul
-        lhs, rhs = ctx.tensor(c.LHS), ctx.tensor(c.RHS)
-        work = np.int64 if ctx.input_type(c.LHS) == T.TENSOR_INT32 else np.float64
-        a, b = lhs.astype(work), rhs.astype(work)
+        t = ctx.input_type(c.LHS)
+        if t == T.TENSOR_INT32:
+            a, b = ctx.tensor(c.LHS).astype(np.int64), ctx.tensor(c.RHS).astype(np.int64)
+        else:
+            a, b = centred(ctx, c.LHS), centred(ctx, c.RHS)
         if c._flag(ctx, c.ADJ_X):
             a = np.swapaxes(a, -1, -2)
         if c._flag(ctx, c.ADJ_Y):
             b = np.swapaxes(b, -1, -2)
         result = np.matmul(a, b)
-        if work is np.int64:
-            result = result.astype(np.int32)
+        if t == T.TENSOR_INT32:
+            return [result.astype(np.int32)]
+        if is_quantized(t):
+            return [output_stage(ctx, result, FusedActivation.NONE)]
         return [result]

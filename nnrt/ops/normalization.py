@@ -16,7 +16,12 @@ NNAPI signatures:
   NCHW). ``output = (x - mean) * gamma / sqrt(var + epsilon) + beta`` with mean and (population)
   variance over the spatial dimensions of each batch and channel.
 
-Only the float kernels are implemented; quantised L2_NORMALIZATION validates but is unsupported.
+Quantised L2_NORMALIZATION is NNAPI's integer kernel, bit for bit: the sum of the squared
+offset inputs along the axis (int32) gives TFLite's fixed-point inverse square root multiplier
+(:func:`nnrt.ops.fixed_point.inv_sqrt_multiplier`), which scales each offset input times 128 to
+the output's 1/128 steps. TENSOR_QUANT8_ASYMM_SIGNED along the last axis uses TFLite's int8
+kernel, which folds the 128 into the shift instead (NNAPI runs that one there) — the two may
+differ by one step. An all-zero slice gives zeros.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ import numpy as np
 
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
 from nnrt.model.types import OperandType, OperationType
+from nnrt.ops import fixed_point
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.activation import expect_output_quant, scalar_type_for
+from nnrt.ops.quant import is_quantized, multiply_by_quantized_multiplier, saturate
 from nnrt.ops.softmax import optional_axis, validate_optional_axis
 
 T = OperandType
@@ -42,7 +49,7 @@ _L2_EPSILON = 1e-6
 
 
 @register(OperationType.L2_NORMALIZATION, inputs=("input", "axis"),
-          kernel_types=FLOAT_TENSOR_TYPES)
+          kernel_types=frozenset(_L2_TYPES))
 class L2Normalization:
     """L2_NORMALIZATION along one axis."""
 
@@ -67,11 +74,25 @@ class L2Normalization:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """``x / max(||x||, 1e-6)`` along the axis."""
+        """``x / max(||x||, 1e-6)`` along the axis (the integer kernel when quantised)."""
         x = ctx.tensor(L2Normalization.INPUT).astype(np.float64)
         axis = optional_axis(ctx, L2Normalization.AXIS, x.ndim)
+        if is_quantized(ctx.input_type(L2Normalization.INPUT)):
+            return [L2Normalization._execute_quant8(ctx, axis)]
         norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
         return [x / np.maximum(norm, _L2_EPSILON)]
+
+    @staticmethod
+    def _execute_quant8(ctx: ExecutionContext, axis: int) -> Array:
+        src, out = ctx.operand(L2Normalization.INPUT), ctx.output_operand(0)
+        x = ctx.tensor(L2Normalization.INPUT).astype(np.int64) - src.zero_point
+        square_sum = fixed_point.wrap_int32(np.sum(x * x, axis=axis, keepdims=True))
+        multiplier, shift = fixed_point.inv_sqrt_multiplier(square_sum, -1)
+        if src.type == T.TENSOR_QUANT8_ASYMM_SIGNED and axis == x.ndim - 1:
+            y = multiply_by_quantized_multiplier(x, multiplier, shift + 7)
+        else:
+            y = multiply_by_quantized_multiplier(x * 128, multiplier, shift)
+        return saturate(y + out.zero_point, out.type)
 
 
 @register(OperationType.LOCAL_RESPONSE_NORMALIZATION,

@@ -8,12 +8,16 @@ zero point; output dim i = paddings[i, 0] + input dim i + paddings[i, 1]):
   [rank, 2] with non-negative entries. Pads with (logical) zero, i.e. the zero point for
   quantised tensors.
 * PAD_V2 (input, paddings, pad_value): as PAD, padding with pad_value, a FLOAT16 scalar for
-  TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32 and INT32 (a quantised value) for the quant types.
+  TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32 and INT32 (a stored quantised value, which must
+  lie in the type's range: [0, 255] or [-128, 127]) for the quant types.
 * MIRROR_PAD (input, paddings, mode): input of PAD's types or TENSOR_INT32, rank >= 1; mode an
   INT32 scalar, 0 = REFLECT (border not repeated: paddings at most dim - 1) or 1 = SYMMETRIC
   (border repeated: paddings at most dim).
 
-Paddings may be model inputs; the output dims are then known only at execution.
+Paddings may be model inputs; the output dims are then known only at execution. The kernels
+implement every listed type; quantised tensors are padded with stored integers, so no value is
+requantised. An input dimension of extent 0 (a zero-size tensor, NNAPI 1.3) may be padded with
+PAD / PAD_V2 (the result holds only padding) and must have zero MIRROR_PAD paddings.
 """
 
 from __future__ import annotations
@@ -23,17 +27,19 @@ import numpy as np
 from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
+from nnrt.ops.quant import QUANT_RANGES
 from nnrt.ops.shape_params import (
+    DATA_INT_KERNELS,
+    DATA_KERNELS,
     DATA_TYPES,
     DATA_TYPES_INT,
-    FLOAT_INT_KERNELS,
-    FLOAT_KERNELS,
     QUANT8,
     Array,
     check_rank,
     const_ints,
     expect_output_like,
     int_matrix,
+    logical_zero,
 )
 
 T = OperandType
@@ -86,7 +92,7 @@ def _padded(shape: Shape, pads: list[tuple[int, int]]) -> Shape:
     return tuple(a + d + b for d, (a, b) in zip(shape, pads, strict=True))
 
 
-@register(OperationType.PAD, inputs=("input", "paddings"), kernel_types=FLOAT_KERNELS,
+@register(OperationType.PAD, inputs=("input", "paddings"), kernel_types=DATA_KERNELS,
           nnapi_max_rank=4)
 class Pad:
     """PAD: constant padding with (logical) zero."""
@@ -105,13 +111,14 @@ class Pad:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """numpy constant pad with 0."""
+        """numpy constant pad with real 0 (the zero point of a quantised input)."""
         x = ctx.tensor(INPUT)
-        return [np.pad(x, _paddings(ctx, x.shape), mode="constant", constant_values=0)]
+        return [np.pad(x, _paddings(ctx, x.shape), mode="constant",
+                       constant_values=logical_zero(ctx, INPUT))]
 
 
 @register(OperationType.PAD_V2, inputs=("input", "paddings", "pad_value"),
-          kernel_types=FLOAT_KERNELS, nnapi_max_rank=4)
+          kernel_types=DATA_KERNELS, nnapi_max_rank=4)
 class PadV2:
     """PAD_V2: constant padding with a given scalar value."""
 
@@ -120,6 +127,9 @@ class PadV2:
         """NNAPI's static rules for PAD_V2: the input type selects the pad value's type."""
         t = _validate_common(ctx, 3, DATA_TYPES, MAX_PAD_RANK)
         ctx.expect_scalar(PARAM, _PAD_VALUE_TYPES[t])
+        value = ctx.constant(PARAM)
+        if value is not None:
+            _check_quant_pad_value(ctx, value)
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
@@ -130,12 +140,24 @@ class PadV2:
     def execute(ctx: ExecutionContext) -> list[Array]:
         """numpy constant pad with the pad value (in the input's dtype)."""
         x = ctx.tensor(INPUT)
-        value = np.asarray(ctx.scalar(PARAM)).astype(x.dtype)
-        return [np.pad(x, _paddings(ctx, x.shape), mode="constant", constant_values=value)]
+        value = ctx.scalar(PARAM)
+        _check_quant_pad_value(ctx, value)
+        return [np.pad(x, _paddings(ctx, x.shape), mode="constant",
+                       constant_values=np.asarray(value).astype(x.dtype))]
+
+
+def _check_quant_pad_value(ctx: OperationContext, value: int | float) -> None:
+    """A quantised PAD_V2 pads with a stored value: it must fit the input type's range."""
+    t = ctx.input_type(INPUT)
+    if t in QUANT8:
+        low, high = QUANT_RANGES[t]
+        if not low <= value <= high:
+            ctx.fail(f"pad value {value} is out of the range of {t.name} ([{low}, {high}])",
+                     input=PARAM)
 
 
 @register(OperationType.MIRROR_PAD, inputs=("input", "paddings", "mode"),
-          kernel_types=FLOAT_INT_KERNELS)
+          kernel_types=DATA_INT_KERNELS)
 class MirrorPad:
     """MIRROR_PAD: padding with values mirrored at the borders (REFLECT or SYMMETRIC)."""
 
@@ -156,7 +178,7 @@ class MirrorPad:
         pads = _paddings(ctx, shape)
         mode = _check_mode(ctx, ctx.scalar(PARAM))
         for axis, (d, (a, b)) in enumerate(zip(shape, pads, strict=True)):
-            limit = d - 1 if mode == REFLECT else d
+            limit = max(d - 1, 0) if mode == REFLECT else d
             if max(a, b) > limit:
                 name = "REFLECT" if mode == REFLECT else "SYMMETRIC"
                 ctx.fail(f"{name} paddings of dimension {axis} (size {d}) must be at most "

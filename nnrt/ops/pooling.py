@@ -9,17 +9,22 @@ NNAPI signatures (all three share them):
 
 Input 0 is a 4-D tensor, NHWC unless the BOOL layout flag is true (NCHW). Types: TENSOR_FLOAT32,
 TENSOR_FLOAT16, and for AVERAGE / MAX also TENSOR_QUANT8_ASYMM(_SIGNED) (output scale and zero
-point equal to the input's); the quantised variants validate but have no kernel here. Strides
-and filter sizes are positive, explicit paddings non-negative and smaller than the filter size
-on their side. The output has the input's type and shape ``[batches, out_h, out_w, depth]``
-with ``out = (size + pad_head + pad_tail - filter) // stride + 1``.
+point equal to the input's). Strides and filter sizes are positive, explicit paddings
+non-negative and smaller than the filter size on their side. The output has the input's type and
+shape ``[batches, out_h, out_w, depth]`` with ``out = (size + pad_head + pad_tail - filter) //
+stride + 1``.
 
 Windows only cover real elements: AVERAGE divides by the number of non-padding elements, L2 is
-the square root of the mean of squares over them, MAX ignores padding.
+the square root of the mean of squares over them, MAX ignores padding. The quantised variants
+work on the stored integers (input and output share scale and zero point), as NNAPI's CPU
+executor does: MAX takes their maximum; AVERAGE sums them in int32 and divides with rounding
+half away from zero, ``sign(s) * ((|s| + n // 2) // n)`` for a sum ``s`` of ``n`` elements
+(TFLite's uint8 and int8 kernels); both then clamp to the fused activation's quantised range.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,6 +45,7 @@ from nnrt.ops.pooling_geometry import (
     param_slots,
     read_params,
 )
+from nnrt.ops.quant import activation_range, is_quantized, saturate
 
 T = OperandType
 Array = np.ndarray[Any, Any]
@@ -53,7 +59,6 @@ _TYPES: dict[OperationType, tuple[OperandType, ...]] = {
     OperationType.MAX_POOL_2D: _FLOAT_TYPES + _QUANT_TYPES,
     OperationType.L2_POOL_2D: _FLOAT_TYPES,
 }
-_KERNEL_TYPES = frozenset(_FLOAT_TYPES)
 
 
 def _validate(ctx: OperationContext) -> None:
@@ -109,50 +114,79 @@ def _prepare(ctx: OperationContext) -> list[Shape]:
     return [(n, c, oh, ow) if p.nchw else (n, oh, ow, c)]
 
 
-def _windows(padded: Array, p: PoolParams, oh: int, ow: int) -> list[Array]:
-    """Every filter tap's view of ``padded`` (NHWC) at all output positions."""
-    views = []
-    for dy in range(p.filter_h):
-        for dx in range(p.filter_w):
-            views.append(padded[:, dy:dy + (oh - 1) * p.stride_h + 1:p.stride_h,
-                                dx:dx + (ow - 1) * p.stride_w + 1:p.stride_w, :])
-    return views
-
-
 def _execute(ctx: ExecutionContext) -> list[Array]:
-    x = ctx.tensor(INPUT).astype(np.float64)
+    x = ctx.tensor(INPUT)
     p, oh, ow = _geometry(ctx, tuple(x.shape))
     if p.nchw:
         x = x.transpose(0, 2, 3, 1)
-    pads = ((0, 0), (p.pad_top, p.pad_bottom), (p.pad_left, p.pad_right), (0, 0))
+    quantised = is_quantized(ctx.input_type(INPUT))
+    values: Array = x.astype(np.int64 if quantised else np.float64)
+    result: Array
     if ctx.op_type == OperationType.MAX_POOL_2D:
-        padded = np.pad(x, pads, constant_values=-np.inf)
-        result = np.full((x.shape[0], oh, ow, x.shape[3]), -np.inf)
-        for view in _windows(padded, p, oh, ow):
-            result = np.maximum(result, view)
+        result = _max(values, p, oh, ow)
     else:
-        values = x * x if ctx.op_type == OperationType.L2_POOL_2D else x
-        padded = np.pad(values, pads)
-        valid = np.pad(np.ones((1, x.shape[1], x.shape[2], 1)), pads)
-        total = np.zeros((x.shape[0], oh, ow, x.shape[3]))
-        count = np.zeros((1, oh, ow, 1))
-        for view, ones in zip(_windows(padded, p, oh, ow), _windows(valid, p, oh, ow),
-                              strict=True):
-            total = total + view
-            count = count + ones
-        result = total / count
+        if ctx.op_type == OperationType.L2_POOL_2D:
+            values = values * values
+        total, count = _sums(values, p, oh, ow)
+        if quantised:
+            result = np.sign(total) * ((np.abs(total) + count // 2) // count)
+        else:
+            result = total / count
         if ctx.op_type == OperationType.L2_POOL_2D:
             result = np.sqrt(result)
-    result = apply_activation(result, p.activation)
+    if quantised:
+        operand = ctx.output_operand(0)
+        low, high = activation_range(p.activation, operand.scale, operand.zero_point,
+                                     operand.type)
+        result = saturate(result, operand.type, low, high)
+    else:
+        result = apply_activation(result, p.activation)
     if p.nchw:
         result = result.transpose(0, 3, 1, 2)
     return [result]
+
+
+def _pads(p: PoolParams) -> tuple[tuple[int, int], ...]:
+    return (0, 0), (p.pad_top, p.pad_bottom), (p.pad_left, p.pad_right), (0, 0)
+
+
+def _along(x: Array, axis: int, size: int, stride: int, n_out: int,
+           combine: Callable[[Array, Array], Array]) -> Array:
+    """``combine`` of the ``size`` taps of each window along ``axis`` (1 or 2), strided."""
+    end = (n_out - 1) * stride + 1
+    result = None
+    for k in range(size):
+        index = [slice(None)] * 4
+        index[axis] = slice(k, k + end, stride)
+        view = x[tuple(index)]
+        result = view if result is None else combine(result, view)
+    return np.asarray(result)
+
+
+def _reduce(padded: Array, p: PoolParams, oh: int, ow: int,
+            combine: Callable[[Array, Array], Array]) -> Array:
+    """``combine`` over every window of ``padded`` (NHWC): rows first, then columns."""
+    rows = _along(padded, 1, p.filter_h, p.stride_h, oh, combine)
+    return _along(rows, 2, p.filter_w, p.stride_w, ow, combine)
+
+
+def _max(x: Array, p: PoolParams, oh: int, ow: int) -> Array:
+    """The maximum over each window's real elements (every window holds at least one)."""
+    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    return _reduce(np.pad(x, _pads(p), constant_values=low), p, oh, ow, np.maximum)
+
+
+def _sums(x: Array, p: PoolParams, oh: int, ow: int) -> tuple[Array, Array]:
+    """The sum over each window's real elements and their count (``[1, oh, ow, 1]``)."""
+    valid = np.pad(np.ones((1, x.shape[1], x.shape[2], 1), np.int64), _pads(p))
+    return (_reduce(np.pad(x, _pads(p)), p, oh, ow, np.add),
+            _reduce(valid, p, oh, ow, np.add))
 
 
 for _op in (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D,
             OperationType.L2_POOL_2D):
     add_definition(OperationDef(
         type=_op, validate=_validate, prepare=_prepare, execute=_execute,
-        inputs=EXPLICIT_NAMES, kernel_types=_KERNEL_TYPES,
+        inputs=EXPLICIT_NAMES, kernel_types=frozenset(_TYPES[_op]),
         signatures={n: IMPLICIT_NAMES for n in IMPLICIT_COUNTS},
     ))

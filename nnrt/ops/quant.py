@@ -27,6 +27,7 @@ __all__ = [
     "QUANT_RANGES",
     "Array",
     "activation_range",
+    "change_quantization",
     "dequantize",
     "is_quantized",
     "multiply_by_quantized_multiplier",
@@ -204,3 +205,18 @@ def quantize(real: Any, scale: float, zero_point: int, type_: OperandType) -> Ar
     r = np.asarray(real, np.float32) / np.float32(scale)
     rounded: Array = round_half_away(r.astype(np.float64))
     return saturate(rounded + zero_point, type_)
+
+
+def change_quantization(q: Any, scale: float, zero_point: int, new_scale: float,
+                        new_zero_point: int, type_: OperandType) -> Array:
+    """NNAPI's ``requantize``: quantised values ``q`` re-expressed with another scale and zero
+    point (MAXIMUM, MINIMUM, SELECT and CONCATENATION of inputs quantised differently).
+
+    ``(q - zero_point) * scale`` is computed in float32 (an int times a float in C), then
+    ``/ new_scale + new_zero_point`` in float64, clamped to ``type_``'s range and rounded half
+    away from zero.
+    """
+    real = (np.asarray(q, np.int64) - zero_point).astype(np.float32) * np.float32(scale)
+    ratio = real.astype(np.float64) / float(np.float32(new_scale)) + new_zero_point
+    qmin, qmax = QUANT_RANGES[type_]
+    return saturate(round_half_away(np.clip(ratio, qmin, qmax)), type_)

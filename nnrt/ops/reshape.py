@@ -13,12 +13,17 @@ scale and zero point):
 * EXPAND_DIMS (input, axis): same types plus TENSOR_INT32, rank >= 1; axis an INT32 scalar in
   [-(rank+1), rank]; inserts a dim of size 1.
 * TRANSPOSE (input, perm): RESHAPE's types, rank 1..4; perm an optional 1-D TENSOR_INT32
-  permutation of [0, rank); omitted means the reversed order (rank-1, ..., 0).
+  permutation of [0, rank); omitted (or given as a zero-size tensor) means the reversed order
+  (rank-1, ..., 0).
 
 RESHAPE, SQUEEZE and TRANSPOSE take rank 1..6 with nnrt's ``com.nnrt.rank6`` extension (a
-RESHAPE's target shape too: at most 6 components). All four move data only; the kernels
-implement the float and TENSOR_INT32 types (quantised variants are validated but reported
-unsupported for now).
+RESHAPE's target shape too: at most 6 components). All four move data only: the kernels
+implement every listed type, the quantised ones on their stored integers (the output keeps the
+input's scale and zero point, so no value is requantised).
+
+Zero-size tensors: an input may have a dimension of extent 0 at execution (NNAPI 1.3); a
+RESHAPE target may then hold 0 components, but cannot infer a -1 component from an empty
+tensor (any size would do).
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.shape_params import (
+    DATA_INT_KERNELS,
+    DATA_KERNELS,
     DATA_TYPES,
     DATA_TYPES_INT,
-    FLOAT_INT_KERNELS,
-    FLOAT_KERNELS,
     Array,
     checked_shape,
     const_ints,
@@ -51,7 +56,7 @@ T = OperandType
 MAX_RANK = NNRT_MAX_RANK
 
 
-@register(OperationType.RESHAPE, inputs=("input", "shape"), kernel_types=FLOAT_KERNELS,
+@register(OperationType.RESHAPE, inputs=("input", "shape"), kernel_types=DATA_KERNELS,
           nnapi_max_rank=4)
 class Reshape:
     """RESHAPE: same data, new shape; one -1 component is inferred from the element count."""
@@ -76,6 +81,9 @@ class Reshape:
         count = math.prod(shape)
         known = math.prod(d for d in target if d != -1)
         if -1 in target:
+            if known == 0:
+                ctx.fail(f"shape {tuple(target)} cannot infer its -1 component: the other "
+                         "components hold no element", input=Reshape.SHAPE)
             if count % known:
                 ctx.fail(f"shape {tuple(target)} cannot hold the {count} elements of input "
                          f"{Reshape.INPUT} {shape}", input=Reshape.SHAPE)
@@ -100,12 +108,12 @@ def _check_target(ctx: OperationContext, target: list[int]) -> None:
     if target.count(-1) > 1:
         ctx.fail(f"at most one component of the shape may be -1, got {tuple(target)}",
                  input=Reshape.SHAPE)
-    if any(d < 1 and d != -1 for d in target):
-        ctx.fail(f"shape components must be positive or -1, got {tuple(target)}",
+    if any(d < 0 and d != -1 for d in target):
+        ctx.fail(f"shape components must be non-negative or -1, got {tuple(target)}",
                  input=Reshape.SHAPE)
 
 
-@register(OperationType.SQUEEZE, inputs=("input", "squeeze_dims"), kernel_types=FLOAT_KERNELS,
+@register(OperationType.SQUEEZE, inputs=("input", "squeeze_dims"), kernel_types=DATA_KERNELS,
           nnapi_max_rank=4)
 class Squeeze:
     """SQUEEZE: drop the listed size-1 dims (all of them when squeeze_dims is omitted)."""
@@ -152,7 +160,7 @@ def _squeeze_axes(ctx: OperationContext, axes: list[int], rank: int) -> set[int]
     return result
 
 
-@register(OperationType.EXPAND_DIMS, inputs=("input", "axis"), kernel_types=FLOAT_INT_KERNELS)
+@register(OperationType.EXPAND_DIMS, inputs=("input", "axis"), kernel_types=DATA_INT_KERNELS)
 class ExpandDims:
     """EXPAND_DIMS: insert a size-1 dim at ``axis`` (negative counts from the end)."""
 
@@ -179,7 +187,7 @@ class ExpandDims:
         return [ctx.tensor(ExpandDims.INPUT).reshape(ctx.output_shapes[0])]
 
 
-@register(OperationType.TRANSPOSE, inputs=("input", "perm"), kernel_types=FLOAT_KERNELS,
+@register(OperationType.TRANSPOSE, inputs=("input", "perm"), kernel_types=DATA_KERNELS,
           nnapi_max_rank=4)
 class Transpose:
     """TRANSPOSE: output dim i is input dim perm[i]; perm defaults to the reversed order."""
@@ -210,9 +218,9 @@ class Transpose:
 
 
 def _perm(ctx: OperationContext, rank: int) -> list[int]:
-    if ctx.is_omitted(Transpose.PERM):
+    perm = [] if ctx.is_omitted(Transpose.PERM) else int_vector(ctx, Transpose.PERM)
+    if not perm:  # omitted, or an empty (zero-size) tensor as in NNAPI's transpose_v1_2 test
         return list(range(rank - 1, -1, -1))
-    perm = int_vector(ctx, Transpose.PERM)
     _check_perm(ctx, perm, rank)
     return perm
 

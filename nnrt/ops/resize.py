@@ -19,7 +19,14 @@ reference does: the scale is ``in / out`` (``(in - 1) / (out - 1)`` with align_c
 ``out > 1``) in float32; a source coordinate is ``x * scale``, or ``(x + 0.5) * scale`` with
 half_pixel_centers (bilinear also subtracts 0.5). Bilinear interpolates between the clamped floor
 and ceil neighbours; nearest neighbour takes ``floor`` (``round`` half away from zero with
-align_corners) clamped to the input. Only the float kernels are implemented.
+align_corners) clamped to the input.
+
+Quantised inputs (the output shares their scale and zero point) are resized on the stored
+integers, as NNAPI's CPU executor does: nearest neighbour copies them; bilinear runs the TFLite
+reference kernel it calls for every type, which evaluates ``v00 * (1 - dy) * (1 - dx) + v10 * dy
+* (1 - dx) + v01 * (1 - dy) * dx + v11 * dy * dx`` in float32, in that order, and converts the
+result to the integer type with a C cast: truncation toward zero, not rounding (NNAPI's expected
+values, rounded by its test generator, are within its one-step tolerance of it).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import numpy as np
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import OperationDef, Shape, add_definition
+from nnrt.ops.quant import is_quantized, saturate
 from nnrt.ops.space_layout import (
     IMAGE_TYPES,
     Array,
@@ -45,7 +53,7 @@ T = OperandType
 INPUT, WIDTH, HEIGHT, LAYOUT, ALIGN_CORNERS, HALF_PIXEL_CENTERS = 0, 1, 2, 3, 4, 5
 
 _INPUTS = ("input", "width", "height", "layout", "align_corners", "half_pixel_centers")
-_KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
+_KERNEL_TYPES = frozenset(IMAGE_TYPES)
 #: The scale-factor scalar type allowed for each input tensor type.
 _SCALE_TYPE = {
     T.TENSOR_FLOAT32: T.FLOAT32,
@@ -156,6 +164,19 @@ def _resize_bilinear(x: Array, out_h: int, out_w: int, align: bool, half: bool) 
     return result
 
 
+def _resize_bilinear_quantised(x: Array, out_h: int, out_w: int, align: bool, half: bool,
+                               type_: OperandType) -> Array:
+    """Bilinear resizing of stored integers in float32, truncated (see the module docstring)."""
+    y0, y1, fy = _bilinear_axis(x.shape[1], out_h, align, half)
+    x0, x1, fx = _bilinear_axis(x.shape[2], out_w, align, half)
+    one = np.float32(1)
+    dy, dx = fy.astype(np.float32)[:, None, None], fx.astype(np.float32)[None, :, None]
+    top, bottom = x[:, y0].astype(np.float32), x[:, y1].astype(np.float32)
+    value = (top[:, :, x0] * (one - dy) * (one - dx) + bottom[:, :, x0] * dy * (one - dx)
+             + top[:, :, x1] * (one - dy) * dx + bottom[:, :, x1] * dy * dx)
+    return saturate(np.trunc(value), type_)
+
+
 def _resize_nearest(x: Array, out_h: int, out_w: int, align: bool, half: bool) -> Array:
     rows = _nearest_axis(x.shape[1], out_h, align, half)
     cols = _nearest_axis(x.shape[2], out_w, align, half)
@@ -165,12 +186,18 @@ def _resize_nearest(x: Array, out_h: int, out_w: int, align: bool, half: bool) -
 def _execute(ctx: ExecutionContext) -> list[Array]:
     nchw = flag(ctx, LAYOUT)
     align, half = flag(ctx, ALIGN_CORNERS), flag(ctx, HALF_PIXEL_CENTERS)
-    out_shape = to_nhwc(ctx.output_shapes[0], nchw)
-    x = to_nhwc_array(ctx.tensor(INPUT).astype(np.float64), nchw)
+    _, out_h, out_w, _ = to_nhwc(ctx.output_shapes[0], nchw)
+    x = to_nhwc_array(ctx.tensor(INPUT), nchw)
+    t = ctx.input_type(INPUT)
     if x.size == 0:
-        return [np.zeros(ctx.output_shapes[0])]
-    resize = _resize_bilinear if ctx.op_type == OperationType.RESIZE_BILINEAR else _resize_nearest
-    return [from_nhwc_array(resize(x, out_shape[1], out_shape[2], align, half), nchw)]
+        return [np.zeros(ctx.output_shapes[0], ctx.output_dtype(0))]
+    if ctx.op_type == OperationType.RESIZE_NEAREST_NEIGHBOR:
+        y = _resize_nearest(x, out_h, out_w, align, half)
+    elif is_quantized(t):
+        y = _resize_bilinear_quantised(x, out_h, out_w, align, half, t)
+    else:
+        y = _resize_bilinear(x.astype(np.float64), out_h, out_w, align, half)
+    return [from_nhwc_array(y, nchw)]
 
 
 for _op in (OperationType.RESIZE_BILINEAR, OperationType.RESIZE_NEAREST_NEIGHBOR):

@@ -1,7 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM: an LSTM cell unrolled over the time axis of a sequence.
 
 NNAPI signature (24 inputs, or 28 with layer normalisation; 1 or 3 outputs). Every tensor has
-the input's type, TENSOR_FLOAT32 or TENSOR_FLOAT16; "optional" inputs may be omitted (NO_VALUE):
+the input's type, TENSOR_FLOAT32 or TENSOR_FLOAT16 (both implemented); "optional" inputs may
+be omitted (NO_VALUE) or given empty (how NNAPI's test models omit them):
 
 * 0 input, rank 3: ``[max_time, batch, input_size]`` if time-major, else
   ``[batch, max_time, input_size]``;
@@ -20,27 +21,11 @@ the input's type, TENSOR_FLOAT32 or TENSOR_FLOAT16; "optional" inputs may be omi
 
 Outputs: 0 the output, ``[max_time, batch, output_size]`` (batch-major: batch first); 1 the
 last output state ``[batch, output_size]`` and 2 the last cell state ``[batch, num_units]``,
-both present or both absent. ``output_size`` is the projection's rows, else ``num_units``.
-
-Each step (``sigmoid`` the logistic function, ``⊙`` the element-wise product)::
-
-    f = sigmoid(N_f(W_xf x + W_hf h + w_cf ⊙ c) + b_f)
-    i = 1 - f  (CIFG: no input gate weights)  or  sigmoid(N_i(W_xi x + W_hi h + w_ci ⊙ c) + b_i)
-    c' = clip(f ⊙ c + i ⊙ g(N_c(W_xc x + W_hc h) + b_c), cell_clip)
-    o = sigmoid(N_o(W_xo x + W_ho h + w_co ⊙ c') + b_o)
-    h' = clip(W_proj (o ⊙ g(c')) + b_proj, proj_clip)  or  o ⊙ g(c')  without projection
-
-where the peephole terms appear only with peephole weights, and ``N_k(z)`` is the identity, or
-with layer normalisation ``(z - mean(z)) / sqrt(var(z) + 1e-8) * w_norm_k`` over the units.
-Optional inputs come in groups: the input gate's four (CIFG when none; its peephole weight only
-with peepholes), the forget/output peepholes together, the projection bias only with projection
-weights, the layer-normalisation weights all or none (the input one absent with CIFG).
+both present or both absent (NNAPI 1.3). The cell, its optional-input groups and their
+checks are :mod:`nnrt.ops.lstm_cell`'s; the kernel computes in float64.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -49,9 +34,26 @@ from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.activation import scalar_type_for
+from nnrt.ops.lstm_cell import (
+    LstmParams,
+    LstmSlots,
+    check_groups,
+    check_types,
+    load_weights,
+    lstm_sequence,
+    lstm_sizes,
+)
+from nnrt.ops.recurrent import (
+    LSTM_ACTIVATIONS,
+    Array,
+    check_activation,
+    check_clip,
+    expect_given,
+    expect_shape,
+    time_major_view,
+)
 
 T = OperandType
-Array = np.ndarray[Any, Any]
 
 INPUT = 0
 INPUT_TO_INPUT, INPUT_TO_FORGET, INPUT_TO_CELL, INPUT_TO_OUTPUT = 1, 2, 3, 4
@@ -63,6 +65,10 @@ OUTPUT_STATE_IN, CELL_STATE_IN = 18, 19
 ACTIVATION, CELL_CLIP, PROJECTION_CLIP, TIME_MAJOR = 20, 21, 22, 23
 INPUT_NORM, FORGET_NORM, CELL_NORM, OUTPUT_NORM = 24, 25, 26, 27
 
+SLOTS = LstmSlots(input_to=(1, 2, 3, 4), recurrent_to=(5, 6, 7, 8), cell_to=(9, 10, 11),
+                  bias=(12, 13, 14, 15), projection=16, projection_bias=17,
+                  norm=(24, 25, 26, 27))
+
 _NAMES = (
     "input", "input_to_input_weights", "input_to_forget_weights", "input_to_cell_weights",
     "input_to_output_weights", "recurrent_to_input_weights", "recurrent_to_forget_weights",
@@ -73,101 +79,12 @@ _NAMES = (
     "input_layer_norm_weights", "forget_layer_norm_weights", "cell_layer_norm_weights",
     "output_layer_norm_weights",
 )
-_REQUIRED = (INPUT, INPUT_TO_FORGET, INPUT_TO_CELL, INPUT_TO_OUTPUT, RECURRENT_TO_FORGET,
-             RECURRENT_TO_CELL, RECURRENT_TO_OUTPUT, FORGET_BIAS, CELL_BIAS, OUTPUT_BIAS,
-             OUTPUT_STATE_IN, CELL_STATE_IN)
-_OPTIONAL = (INPUT_TO_INPUT, RECURRENT_TO_INPUT, CELL_TO_INPUT, CELL_TO_FORGET, CELL_TO_OUTPUT,
-             INPUT_BIAS, PROJECTION_WEIGHTS, PROJECTION_BIAS, INPUT_NORM, FORGET_NORM,
-             CELL_NORM, OUTPUT_NORM)
-_RANK = {INPUT: 3,
-         **dict.fromkeys((*range(1, 9), PROJECTION_WEIGHTS, OUTPUT_STATE_IN, CELL_STATE_IN), 2),
-         **dict.fromkeys((*range(9, 16), PROJECTION_BIAS, *range(24, 28)), 1)}
-_SCALARS = (ACTIVATION, CELL_CLIP, PROJECTION_CLIP, TIME_MAJOR)
-_LAYER_NORM_EPSILON = 1e-8
 
 
-def _sigmoid(x: Array) -> Array:
-    return np.asarray(1.0 / (1.0 + np.exp(-x)))
-
-
-#: The activation ``g`` by its TFLite-style code (NNAPI lists exactly these).
-_ACTIVATIONS: dict[int, Callable[[Array], Array]] = {
-    0: lambda x: x,
-    1: lambda x: np.maximum(x, 0.0),
-    3: lambda x: np.clip(x, 0.0, 6.0),
-    4: np.tanh,
-    6: _sigmoid,
-}
-
-
-def _present(ctx: OperationContext, *slots: int) -> list[bool]:
-    return [not ctx.is_omitted(s) for s in slots]
-
-
-def _validate_groups(ctx: OperationContext) -> None:
-    """NNAPI's all-or-none rules for the optional inputs."""
-    cifg = ctx.is_omitted(INPUT_TO_INPUT)
-    peephole = not ctx.is_omitted(CELL_TO_OUTPUT)
-    for slot in (RECURRENT_TO_INPUT, INPUT_BIAS):
-        if ctx.is_omitted(slot) != cifg:
-            ctx.fail("must be given exactly when input_to_input_weights is (omitting both "
-                     "selects CIFG)", input=slot)
-    if ctx.is_omitted(CELL_TO_FORGET) == peephole:
-        ctx.fail("the forget and output peephole weights must be given together",
-                 input=CELL_TO_FORGET)
-    if ctx.is_omitted(CELL_TO_INPUT) != (cifg or not peephole):
-        ctx.fail("must be given exactly when there are peephole weights and no CIFG",
-                 input=CELL_TO_INPUT)
-    if not ctx.is_omitted(PROJECTION_BIAS) and ctx.is_omitted(PROJECTION_WEIGHTS):
-        ctx.fail("a projection bias needs projection weights", input=PROJECTION_BIAS)
-    norms = _present(ctx, FORGET_NORM, CELL_NORM, OUTPUT_NORM)
-    if any(norms) and not all(norms):
-        missing = [s for s, p in zip((FORGET_NORM, CELL_NORM, OUTPUT_NORM), norms, strict=True)
-                   if not p]
-        ctx.fail("the layer normalisation weights must be given all or none", input=missing[0])
-    if ctx.is_omitted(INPUT_NORM) != (cifg or not any(norms)):
-        ctx.fail("must be given exactly when there is layer normalisation and no CIFG",
-                 input=INPUT_NORM)
-
-
-def _check_clip(ctx: OperationContext, slot: int) -> None:
-    value = ctx.constant(slot)
-    if value is not None and not value >= 0:
-        ctx.fail(f"must be non-negative (0 disables clipping), got {value}", input=slot)
-
-
-def _check_activation(ctx: OperationContext) -> None:
-    code = ctx.constant(ACTIVATION)
-    if code is not None and code not in _ACTIVATIONS:
-        ctx.fail(f"invalid activation code {code} (expected 0=none, 1=relu, 3=relu6, 4=tanh "
-                 "or 6=sigmoid)", input=ACTIVATION)
-
-
-def _check_ranks(ctx: OperationContext) -> None:
-    for slot, rank in _RANK.items():
-        if not ctx.is_omitted(slot):
-            ctx.expect_rank(slot, rank)
-
-
-def _expect_shape(ctx: OperationContext, slot: int, expected: Shape) -> None:
-    if not ctx.is_omitted(slot) and ctx.shape(slot) != expected:
-        ctx.fail(f"expected shape {expected}, got {ctx.shape(slot)}", input=slot)
-
-
-def _sizes(ctx: OperationContext) -> tuple[int, int, int]:
-    """``(num_units, input_size, output_size)``, every weight's shape checked against them."""
-    num_units, input_size = ctx.shape(INPUT_TO_FORGET)
-    output_size = (ctx.shape(PROJECTION_WEIGHTS)[0] if not ctx.is_omitted(PROJECTION_WEIGHTS)
-                   else num_units)
-    for slot in (INPUT_TO_INPUT, INPUT_TO_CELL, INPUT_TO_OUTPUT):
-        _expect_shape(ctx, slot, (num_units, input_size))
-    for slot in range(RECURRENT_TO_INPUT, RECURRENT_TO_OUTPUT + 1):
-        _expect_shape(ctx, slot, (num_units, output_size))
-    for slot in (*range(CELL_TO_INPUT, OUTPUT_BIAS + 1), *range(INPUT_NORM, OUTPUT_NORM + 1)):
-        _expect_shape(ctx, slot, (num_units,))
-    _expect_shape(ctx, PROJECTION_WEIGHTS, (output_size, num_units))
-    _expect_shape(ctx, PROJECTION_BIAS, (output_size,))
-    return num_units, input_size, output_size
+def _check_scalars(ctx: OperationContext) -> None:
+    check_activation(ctx, ACTIVATION, LSTM_ACTIVATIONS)
+    check_clip(ctx, CELL_CLIP)
+    check_clip(ctx, PROJECTION_CLIP)
 
 
 @register(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs=_NAMES,
@@ -178,113 +95,54 @@ class UnidirectionalSequenceLstm:
 
     @staticmethod
     def validate(ctx: OperationContext) -> None:
-        """Counts, one float type throughout, ranks, the optional groups and scalar values."""
+        """Counts, one float type throughout, ranks and scalar values."""
         ctx.expect_counts((24, 28), (1, 3))
         t = ctx.expect_type(INPUT, T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-        for slot in _REQUIRED:
+        ctx.expect_rank(INPUT, 3)
+        check_types(ctx, SLOTS, t)
+        for slot in (OUTPUT_STATE_IN, CELL_STATE_IN):
             ctx.expect_type(slot, t)
-        for slot in _OPTIONAL:
-            ctx.expect_optional_type(slot, t)
-        _check_ranks(ctx)
+            ctx.expect_rank(slot, 2)
         ctx.expect_scalar(ACTIVATION, T.INT32)
         ctx.expect_scalar(CELL_CLIP, scalar_type_for(t))
         ctx.expect_scalar(PROJECTION_CLIP, scalar_type_for(t))
         ctx.expect_scalar(TIME_MAJOR, T.BOOL)
         for j in range(ctx.n_outputs):
             ctx.expect_output_type(j, t)
-        _validate_groups(ctx)
-        _check_activation(ctx)
-        _check_clip(ctx, CELL_CLIP)
-        _check_clip(ctx, PROJECTION_CLIP)
+        _check_scalars(ctx)
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
-        """The output sequence's shape, then the two final states' shapes when asked for."""
-        _check_activation(ctx)
-        _check_clip(ctx, CELL_CLIP)
-        _check_clip(ctx, PROJECTION_CLIP)
-        _check_ranks(ctx)
-        num_units, input_size, output_size = _sizes(ctx)
+        """The optional groups and shapes; the output sequence's shape, then the two final
+        states' shapes when asked for."""
+        _check_scalars(ctx)
+        check_groups(ctx, SLOTS)
+        sizes = lstm_sizes(ctx, SLOTS)
+        ctx.expect_rank(INPUT, 3)
+        expect_given(ctx, INPUT)
         shape = ctx.shape(INPUT)
-        if shape[2] != input_size:
-            ctx.fail(f"input size {shape[2]} does not match the weights' {input_size}",
+        if shape[2] != sizes.input_size:
+            ctx.fail(f"input size {shape[2]} does not match the weights' {sizes.input_size}",
                      input=INPUT)
-        time_major = bool(ctx.scalar(TIME_MAJOR))
-        batch = shape[1] if time_major else shape[0]
-        _expect_shape(ctx, OUTPUT_STATE_IN, (batch, output_size))
-        _expect_shape(ctx, CELL_STATE_IN, (batch, num_units))
-        shapes: list[Shape] = [(*shape[:2], output_size)]
+        batch = shape[1] if ctx.scalar(TIME_MAJOR) else shape[0]
+        expect_shape(ctx, OUTPUT_STATE_IN, (batch, sizes.output_size))
+        expect_shape(ctx, CELL_STATE_IN, (batch, sizes.num_units))
+        shapes: list[Shape] = [(*shape[:2], sizes.output_size)]
         if ctx.n_outputs == 3:
-            shapes += [(batch, output_size), (batch, num_units)]
+            shapes += [(batch, sizes.output_size), (batch, sizes.num_units)]
         return shapes
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Unrolls the cell over time in float64."""
-        w = [None if ctx.is_omitted(slot) or slot in _SCALARS
-             else ctx.tensor(slot).astype(np.float64) for slot in range(len(_NAMES))]
-        g = _ACTIVATIONS[int(ctx.scalar(ACTIVATION))]
-        clips = float(ctx.scalar(CELL_CLIP)), float(ctx.scalar(PROJECTION_CLIP))
+        params = LstmParams(LSTM_ACTIVATIONS[int(ctx.scalar(ACTIVATION))],
+                            float(ctx.scalar(CELL_CLIP)), float(ctx.scalar(PROJECTION_CLIP)))
         time_major = bool(ctx.scalar(TIME_MAJOR))
-        x, h, c = _req(w, INPUT), _req(w, OUTPUT_STATE_IN), _req(w, CELL_STATE_IN)
-        steps = x if time_major else x.transpose(1, 0, 2)
-        outputs = []
-        for x_t in steps:
-            h, c = _step(w, x_t, h, c, g, clips)
-            outputs.append(h)
-        out = np.stack(outputs) if outputs else np.zeros((0, *h.shape))
-        results = [out if time_major else out.transpose(1, 0, 2)]
+        xs = time_major_view(ctx.tensor(INPUT).astype(np.float64), time_major)
+        out, h, c = lstm_sequence(load_weights(ctx, SLOTS), params, xs,
+                                  ctx.tensor(OUTPUT_STATE_IN).astype(np.float64),
+                                  ctx.tensor(CELL_STATE_IN).astype(np.float64))
+        results = [time_major_view(out, time_major)]
         if ctx.n_outputs == 3:
             results += [h, c]
         return results
-
-
-def _gate(w: list[Array | None], x: Array, h: Array, slots: tuple[int, int, int | None, int, int],
-          c: Array) -> Array:
-    """The pre-activation of one gate: products, peephole, layer normalisation, bias."""
-    input_w, recurrent_w, peephole, norm, bias = slots
-    z = x @ _req(w, input_w).T + h @ _req(w, recurrent_w).T
-    if peephole is not None and w[peephole] is not None:
-        z = z + w[peephole] * c
-    scale = w[norm]
-    if scale is not None:
-        mean = z.mean(axis=-1, keepdims=True)
-        var = ((z - mean) ** 2).mean(axis=-1, keepdims=True)
-        z = (z - mean) / np.sqrt(var + _LAYER_NORM_EPSILON) * scale
-    return np.asarray(z + _req(w, bias))
-
-
-def _step(w: list[Array | None], x: Array, h: Array, c: Array, g: Callable[[Array], Array],
-          clips: tuple[float, float]) -> tuple[Array, Array]:
-    """One time step: the new output state and cell state."""
-    cell_clip, proj_clip = clips
-    f = _sigmoid(_gate(w, x, h, (INPUT_TO_FORGET, RECURRENT_TO_FORGET, CELL_TO_FORGET,
-                                 FORGET_NORM, FORGET_BIAS), c))
-    if w[INPUT_TO_INPUT] is None:
-        i = 1.0 - f
-    else:
-        i = _sigmoid(_gate(w, x, h, (INPUT_TO_INPUT, RECURRENT_TO_INPUT, CELL_TO_INPUT,
-                                     INPUT_NORM, INPUT_BIAS), c))
-    candidate = g(_gate(w, x, h, (INPUT_TO_CELL, RECURRENT_TO_CELL, None, CELL_NORM,
-                                  CELL_BIAS), c))
-    c = f * c + i * candidate
-    if cell_clip > 0:
-        c = np.clip(c, -cell_clip, cell_clip)
-    o = _sigmoid(_gate(w, x, h, (INPUT_TO_OUTPUT, RECURRENT_TO_OUTPUT, CELL_TO_OUTPUT,
-                                 OUTPUT_NORM, OUTPUT_BIAS), c))
-    h = o * g(c)
-    projection = w[PROJECTION_WEIGHTS]
-    if projection is not None:
-        h = h @ projection.T
-        if w[PROJECTION_BIAS] is not None:
-            h = h + w[PROJECTION_BIAS]
-        if proj_clip > 0:
-            h = np.clip(h, -proj_clip, proj_clip)
-    return h, c
-
-
-def _req(w: list[Array | None], slot: int) -> Array:
-    arr = w[slot]
-    if arr is None:
-        raise ValueError(f"required input {slot} ({_NAMES[slot]}) has no value")
-    return arr

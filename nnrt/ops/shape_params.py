@@ -18,6 +18,8 @@ from nnrt.ops._framework.context import OperationContext, Unknown
 from nnrt.ops._framework.registry import Shape
 
 __all__ = [
+    "DATA_INT_KERNELS",
+    "DATA_KERNELS",
     "DATA_TYPES",
     "DATA_TYPES_INT",
     "FLOAT_INT_KERNELS",
@@ -34,6 +36,7 @@ __all__ = [
     "known_axis",
     "int_matrix",
     "int_vector",
+    "logical_zero",
 ]
 
 T = OperandType
@@ -46,12 +49,25 @@ DATA_TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, *QUANT8)
 DATA_TYPES_INT = (*DATA_TYPES, T.TENSOR_INT32)
 FLOAT_KERNELS = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
 FLOAT_INT_KERNELS = FLOAT_KERNELS | {T.TENSOR_INT32}
+#: Kernel types of the data-movement operations: they copy elements, so the quantised variants
+#: are the same kernel on the integer values (output scale and zero point equal the input's).
+DATA_KERNELS = frozenset(DATA_TYPES)
+DATA_INT_KERNELS = frozenset(DATA_TYPES_INT)
 
 
 def expect_output_like(ctx: OperationContext, j: int = 0, i: int = 0) -> None:
     """Require output ``j`` to have input ``i``'s type and, when quantised, scale and zero point."""
     ctx.expect_output_like_input(j, i)
     ctx.expect_output_quant_like_input(j, i)
+
+
+def logical_zero(ctx: OperationContext, i: int = 0) -> int:
+    """The stored value of real 0 in input ``i``: its zero point when quantised, else 0.
+
+    What PAD and SPACE_TO_BATCH_ND pad with.
+    """
+    operand = ctx.operand(i)
+    return int(operand.zero_point) if operand.type in QUANT8 else 0
 
 
 def expect_int_vector(ctx: OperationContext, i: int, length: int | None = None) -> None:

@@ -18,7 +18,8 @@ NNAPI signatures:
   (``[1]`` when every dimension is shrunk).
 
 Bad begin / size / end / strides values are ``BadData`` naming the offending input.
-Quantised variants validate but have no reference kernel yet.
+The kernels implement every listed type: they copy elements, the quantised types as their
+stored integers. A dimension of extent 0 (a zero-size tensor, NNAPI 1.3) slices to extent 0.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def _index_vector(ctx: OperationContext, slot: int, rank: int) -> list[int]:
 
 
 @register(OperationType.SLICE, inputs=("input", "begin", "size"),
-          kernel_types={T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
+          kernel_types={*_FLOATS, T.TENSOR_INT32, *_QUANT8})
 class Slice:
     """SLICE: a box of the input given by its corner and its size."""
 
@@ -106,7 +107,10 @@ class Slice:
 
 
 def _clamp(index: int, dim: int, positive: bool) -> int:
-    """TensorFlow's clamping of a begin / end index for a positive or negative stride."""
+    """TensorFlow's clamping of a begin / end index for a positive or negative stride
+    (a dimension of extent 0 has only the empty range)."""
+    if dim == 0:
+        return 0 if positive else -1
     if positive:
         return dim if index >= dim else min(max(index, -dim), dim) % dim
     return -1 if index < -dim else min(max(index, -dim), dim - 1) % dim
@@ -115,7 +119,7 @@ def _clamp(index: int, dim: int, positive: bool) -> int:
 @register(OperationType.STRIDED_SLICE,
           inputs=("input", "begin", "end", "strides", "begin_mask", "end_mask",
                   "shrink_axis_mask"),
-          kernel_types=set(_FLOATS), nnapi_max_rank=4)
+          kernel_types={*_FLOATS, *_QUANT8}, nnapi_max_rank=4)
 class StridedSlice:
     """STRIDED_SLICE: TensorFlow-style strided slicing with begin / end / shrink masks."""
 

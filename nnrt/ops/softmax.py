@@ -13,7 +13,12 @@ NNAPI signatures:
   FLOAT32 / FLOAT16 scalar matching the tensor; input 2 a required INT32 axis in ``[-n, n)``.
   ``output = x * beta - log(sum(exp(x * beta)))`` along the axis.
 
-Only the float kernels are implemented; quantised SOFTMAX validates but is unsupported.
+Quantised SOFTMAX is NNAPI's fixed-point kernel (TFLite's), bit for bit: along the axis, each
+input's difference from the maximum is scaled by the quantised multiplier of
+``beta * scale * 2**26`` into FixedPoint<int32, 5> (differences beyond the radius that holds
+give 0); gemmlowp's ``exp`` on negative values of those is summed in FixedPoint<int32, 12>, the
+sum's reciprocal found by ``1 / (1 + x)`` on its normalised mantissa, and each ``exp`` times that
+reciprocal shifted to the output's 1/256 steps (:mod:`nnrt.ops.fixed_point`).
 """
 
 from __future__ import annotations
@@ -24,9 +29,19 @@ import numpy as np
 
 from nnrt.model.operand import FLOAT_TENSOR_TYPES
 from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
+from nnrt.ops import fixed_point
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.activation import expect_output_quant, scalar_type_for
+from nnrt.ops.quant import (
+    INT32_MAX,
+    is_quantized,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturate,
+    saturating_rounding_doubling_high_mul,
+)
 
 __all__ = ["optional_axis", "validate_optional_axis"]
 
@@ -83,8 +98,42 @@ def _shifted(ctx: ExecutionContext) -> tuple[Array, int]:
     return (x - np.max(x, axis=axis, keepdims=True)) * beta, axis
 
 
+#: Integer bits of the scaled differences and of the sum of their exponentials.
+_DIFF_INTEGER_BITS = 5
+_SUM_INTEGER_BITS = 12
+
+
+def _softmax_quant8(ctx: ExecutionContext) -> Array:
+    """NNAPI's ``softmaxQuant8`` (see the module docstring)."""
+    src, out = ctx.operand(INPUT), ctx.output_operand(0)
+    q = ctx.tensor(INPUT).astype(np.int64)
+    axis = optional_axis(ctx, AXIS, q.ndim)
+    beta = float(np.float32(ctx.scalar(BETA)))
+    real = min(beta * float(np.float32(src.scale)) * float(1 << (31 - _DIFF_INTEGER_BITS)),
+               float(INT32_MAX))
+    if not real > 1.0:
+        ctx.fail(f"beta * input scale = {real / 2**26:g} is too small for NNAPI's quantised "
+                 "kernel (it must exceed 2**-26)", input=BETA)
+    multiplier, shift = quantize_multiplier(real)
+    diff_min = -fixed_point.input_radius(_DIFF_INTEGER_BITS, shift)
+    diff = q - np.max(q, axis=axis, keepdims=True)
+    valid = diff >= diff_min
+    scaled = multiply_by_quantized_multiplier(np.where(valid, diff, 0), multiplier, shift)
+    exps = np.where(valid, fixed_point.exp_on_negative_values(scaled, _DIFF_INTEGER_BITS), 0)
+    total = fixed_point.wrap_int32(np.sum(
+        fixed_point.rescale(exps, 0, _SUM_INTEGER_BITS), axis=axis, keepdims=True))
+    headroom_plus_one = fixed_point.count_leading_zeros(total)
+    bits_over_unit = _SUM_INTEGER_BITS - headroom_plus_one
+    shifted_minus_one = ((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
+    reciprocal = fixed_point.one_over_one_plus_x(shifted_minus_one)
+    y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(reciprocal, exps),
+                               bits_over_unit + 31 - 8)
+    y = np.where(valid, y + out.zero_point, out.zero_point)
+    return saturate(y, out.type)
+
+
 @register(OperationType.SOFTMAX, inputs=("input", "beta", "axis"),
-          kernel_types=FLOAT_TENSOR_TYPES, nnapi_max_rank=4)
+          kernel_types=frozenset(_SOFTMAX_TYPES), nnapi_max_rank=4)
 class Softmax:
     """SOFTMAX with a scaling factor beta and an optional axis."""
 
@@ -108,7 +157,9 @@ class Softmax:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """Numerically stable softmax in float64."""
+        """Numerically stable softmax in float64; NNAPI's fixed-point kernel when quantised."""
+        if is_quantized(ctx.input_type(INPUT)):
+            return [_softmax_quant8(ctx)]
         z, axis = _shifted(ctx)
         e = np.exp(z)
         return [e / np.sum(e, axis=axis, keepdims=True)]

@@ -3,7 +3,9 @@ SPACE_TO_BATCH_ND and CHANNEL_SHUFFLE.
 
 Input tensor types (all five): TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM,
 TENSOR_QUANT8_ASYMM_SIGNED; the output has the input's type (quantised: same scale and zero
-point). Only the float kernels are implemented. NNAPI signatures:
+point). The kernels implement every type: they move elements, the quantised types as their
+stored integers (SPACE_TO_BATCH_ND pads with real 0, the zero point). A batch of 0 (a zero-size
+tensor, NNAPI 1.3) gives an empty output. NNAPI signatures:
 
 * DEPTH_TO_SPACE: 0 ``input`` 4-D; 1 ``block_size`` INT32 ≥ 1, ``block_size²`` dividing the
   depth; 2 ``layout`` optional BOOL (true: NCHW). Output
@@ -16,8 +18,8 @@ point). Only the float kernels are implemented. NNAPI signatures:
   ``(h, w)``.
 * SPACE_TO_BATCH_ND: 0 ``input`` 4-D; 1 ``block_shape`` TENSOR_INT32 ``[2]`` (values ≥ 1);
   2 ``paddings`` TENSOR_INT32 ``[2, 2]`` (``[[top, bottom], [left, right]]``, values ≥ 0, padded
-  sizes divisible by the block); 3 ``layout`` optional BOOL. Zero-pads, then the inverse of
-  BATCH_TO_SPACE_ND.
+  sizes divisible by the block); 3 ``layout`` optional BOOL. Pads with real 0, then the inverse
+  of BATCH_TO_SPACE_ND.
 * CHANNEL_SHUFFLE: 0 ``input`` of rank 1..4; 1 ``num_groups`` INT32 > 0 dividing the axis size;
   2 ``axis`` INT32 in ``[-rank, rank)``. Output channel ``k * num_groups + g`` is input channel
   ``g * (size / num_groups) + k``.
@@ -30,7 +32,7 @@ import numpy as np
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
-from nnrt.ops.shape_params import known_axis
+from nnrt.ops.shape_params import known_axis, logical_zero
 from nnrt.ops.space_layout import (
     IMAGE_TYPES,
     Array,
@@ -43,7 +45,7 @@ from nnrt.ops.space_layout import (
 
 T = OperandType
 
-_KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
+_KERNEL_TYPES = frozenset(IMAGE_TYPES)
 
 
 def _common(ctx: OperationContext, counts: tuple[int, ...], layout: int) -> None:
@@ -196,7 +198,7 @@ class BatchToSpaceNd:
 @register(OperationType.SPACE_TO_BATCH_ND,
           inputs=("input", "block_shape", "paddings", "layout"), kernel_types=_KERNEL_TYPES)
 class SpaceToBatchNd:
-    """Zero-pads height and width, then moves spatial blocks into the batch."""
+    """Pads height and width with real 0, then moves spatial blocks into the batch."""
 
     INPUT, BLOCK_SHAPE, PADDINGS, LAYOUT = 0, 1, 2, 3
 
@@ -237,11 +239,13 @@ class SpaceToBatchNd:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """Zero-pad, split height and width into blocks and move the offsets into the batch."""
+        """Pad with real 0, split height and width into blocks and move the offsets into the
+        batch."""
         nchw, x = nhwc_input(ctx, SpaceToBatchNd.LAYOUT)
         bh, bw = _block_shape(ctx, SpaceToBatchNd.BLOCK_SHAPE)
         top, bottom, left, right = SpaceToBatchNd._paddings(ctx)
-        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)),
+                   constant_values=logical_zero(ctx, SpaceToBatchNd.INPUT))
         n, h, w, c = x.shape
         y = x.reshape(n, h // bh, bh, w // bw, bw, c).transpose(2, 4, 0, 1, 3, 5)
         return [from_nhwc_array(y.reshape(bh * bw * n, h // bh, w // bw, c), nchw)]

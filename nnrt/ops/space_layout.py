@@ -29,7 +29,7 @@ __all__ = [
 
 T = OperandType
 
-#: The quantised tensor types these families validate (their kernels are not implemented).
+#: The quantised tensor types these families take.
 QUANT8_TYPES = QUANT8
 #: Every input tensor type NNAPI defines for the resize and space/depth/batch operations.
 IMAGE_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, *QUANT8_TYPES)

@@ -1,7 +1,7 @@
 """Joining, splitting and repeating tensors: CONCATENATION, SPLIT, PACK, TILE.
 
 NNAPI signatures (for TENSOR_QUANT8_ASYMM(_SIGNED), outputs keep the input's scale and zero point
-except in CONCATENATION, whose inputs and output may each have their own):
+except in CONCATENATION, whose inputs and output may each have their own since NNAPI 1.2):
 
 * CONCATENATION (input 0 .. input n-1, axis): n >= 1 tensors of one type among TENSOR_FLOAT16 /
   FLOAT32 / QUANT8_ASYMM / QUANT8_ASYMM_SIGNED, rank 1..4 (1..6 with nnrt's ``com.nnrt.rank6``
@@ -15,6 +15,16 @@ except in CONCATENATION, whose inputs and output may each have their own):
 * TILE (input, multiples): SPLIT's types, rank >= 1; multiples a 1-D TENSOR_INT32 with one
   positive count per input dim. Output dim i = input dim i * multiples[i].
 
+The kernels implement every listed type. SPLIT, PACK and TILE copy elements, the quantised
+types as their stored integers. CONCATENATION copies an input whose scale and zero point equal
+the output's and requantises any other as NNAPI's CPU executor does (TFLite's
+``ConcatenationWithScaling``, in float32 — bit-exact with it): ``q_out = zp_out +
+round(q * s + b)`` with ``s = scale_in * (1 / scale_out)``, ``b = -zp_in * s``, ``round``
+halves away from zero, saturated to the type's range.
+
+Zero-size tensors (an extent of 0 at execution, NNAPI 1.3) pass through every kernel: a
+concatenated input may be empty, a split part may be empty.
+
 FILL, RANK and REVERSE live in ``tensor_gen`` (imported below so they register).
 """
 
@@ -26,11 +36,13 @@ from nnrt.model.types import NNRT_MAX_RANK, OperandType, OperationType
 from nnrt.ops import tensor_gen  # noqa: F401 - registers FILL, RANK, REVERSE
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
+from nnrt.ops.quant import round_half_away, saturate
 from nnrt.ops.shape_params import (
+    DATA_INT_KERNELS,
+    DATA_KERNELS,
     DATA_TYPES,
     DATA_TYPES_INT,
-    FLOAT_INT_KERNELS,
-    FLOAT_KERNELS,
+    QUANT8,
     Array,
     checked_shape,
     const_ints,
@@ -45,7 +57,7 @@ T = OperandType
 MAX_CONCAT_RANK = NNRT_MAX_RANK
 
 
-@register(OperationType.CONCATENATION, inputs=("input0",), kernel_types=FLOAT_KERNELS,
+@register(OperationType.CONCATENATION, inputs=("input0",), kernel_types=DATA_KERNELS,
           nnapi_max_rank=4)
 class Concatenation:
     """CONCATENATION: join n tensors along a non-negative axis (the last input)."""
@@ -95,10 +107,25 @@ class Concatenation:
 
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
-        """numpy concatenate along the axis."""
+        """numpy concatenate along the axis (quantised inputs first requantised to the output's
+        scale and zero point)."""
         axis_slot = ctx.n_inputs - 1
-        parts = [ctx.tensor(i) for i in range(axis_slot)]
+        parts = [_in_output_quant(ctx, i) for i in range(axis_slot)]
         return [np.concatenate(parts, axis=int(ctx.scalar(axis_slot)))]
+
+
+def _in_output_quant(ctx: ExecutionContext, i: int) -> Array:
+    """Input ``i``'s stored values expressed in output 0's quantisation (unchanged when the two
+    agree, or for non-quantised types)."""
+    x = ctx.tensor(i)
+    src, dst = ctx.operand(i), ctx.output_operand(0)
+    if dst.type not in QUANT8 or (src.scale == dst.scale and src.zero_point == dst.zero_point):
+        return x
+    f32 = np.float32
+    scale = f32(src.scale) * (f32(1.0) / f32(dst.scale))
+    bias = f32(-src.zero_point) * scale
+    real = x.astype(f32) * scale + bias
+    return saturate(round_half_away(real.astype(np.float64)) + dst.zero_point, dst.type)
 
 
 def _concat_axis(ctx: OperationContext, axis: int, rank: int) -> int:
@@ -109,7 +136,7 @@ def _concat_axis(ctx: OperationContext, axis: int, rank: int) -> int:
 
 
 @register(OperationType.SPLIT, inputs=("input", "axis", "num_splits"),
-          outputs=("output0",), kernel_types=FLOAT_INT_KERNELS)
+          outputs=("output0",), kernel_types=DATA_INT_KERNELS)
 class Split:
     """SPLIT: cut the input into num_splits equal parts along the axis."""
 
@@ -157,7 +184,7 @@ def _check_splits(ctx: OperationContext, splits: int) -> int:
     return splits
 
 
-@register(OperationType.PACK, inputs=("axis", "input0"), kernel_types=FLOAT_INT_KERNELS,
+@register(OperationType.PACK, inputs=("axis", "input0"), kernel_types=DATA_INT_KERNELS,
           type_input=1)
 class Pack:
     """PACK: stack n same-shaped tensors along a new dim at the axis."""
@@ -212,7 +239,7 @@ def _pack_axis(ctx: OperationContext, axis: int, rank: int) -> int:
     return axis
 
 
-@register(OperationType.TILE, inputs=("input", "multiples"), kernel_types=FLOAT_INT_KERNELS)
+@register(OperationType.TILE, inputs=("input", "multiples"), kernel_types=DATA_INT_KERNELS)
 class Tile:
     """TILE: repeat the input multiples[i] times along each dim i."""
 

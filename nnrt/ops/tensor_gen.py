@@ -2,15 +2,19 @@
 
 NNAPI signatures:
 
-* FILL (dims, value): dims a 1-D TENSOR_INT32 of positive sizes; value a scalar whose type follows
-  the output's: FLOAT16 for TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32, INT32 for TENSOR_INT32.
-  The dims may be a model input: the output shape is then known only at execution.
+* FILL (dims, value): dims a 1-D TENSOR_INT32 of non-negative sizes (a 0 makes a zero-size
+  tensor, NNAPI 1.3); value a scalar whose type follows the output's: FLOAT16 for
+  TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32, INT32 for TENSOR_INT32. The dims may be a model
+  input: the output shape is then known only at execution.
 * RANK (input): any tensor of TENSOR_FLOAT16 / FLOAT32 / INT32 / BOOL8 / QUANT8_ASYMM /
   QUANT8_ASYMM_SIGNED / QUANT8_SYMM / QUANT8_SYMM_PER_CHANNEL / QUANT16_SYMM / QUANT16_ASYMM,
   rank >= 1. Output: an INT32 scalar.
 * REVERSE (input, axis): input TENSOR_FLOAT16 / FLOAT32 / INT32 / QUANT8_ASYMM /
   QUANT8_ASYMM_SIGNED of rank 1..8; axis a TENSOR_INT32 of shape [1] with a value in [0, rank).
   Output: input's type, shape, scale and zero point, reversed along the axis.
+
+The kernels implement every listed type: RANK reads only the shape, REVERSE copies elements
+(the quantised types as their stored integers).
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.shape_params import (
+    DATA_INT_KERNELS,
     DATA_TYPES_INT,
-    FLOAT_INT_KERNELS,
     Array,
     checked_shape,
     const_ints,
@@ -77,13 +81,12 @@ class Fill:
 def _check_dims(ctx: OperationContext, dims: list[int]) -> list[int]:
     if not dims:
         ctx.fail("the dims must have at least one element", input=Fill.DIMS)
-    if any(d < 1 for d in dims):
-        ctx.fail(f"dims must be positive, got {tuple(dims)}", input=Fill.DIMS)
+    if any(d < 0 for d in dims):
+        ctx.fail(f"dims must be non-negative, got {tuple(dims)}", input=Fill.DIMS)
     return dims
 
 
-@register(OperationType.RANK, inputs=("input",),
-          kernel_types={T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_BOOL8})
+@register(OperationType.RANK, inputs=("input",), kernel_types=frozenset(_RANK_TYPES))
 class Rank:
     """RANK: the number of dims of the input, as an INT32 scalar."""
 
@@ -108,7 +111,7 @@ class Rank:
         return [np.array(rank, dtype=np.int32)]
 
 
-@register(OperationType.REVERSE, inputs=("input", "axis"), kernel_types=FLOAT_INT_KERNELS)
+@register(OperationType.REVERSE, inputs=("input", "axis"), kernel_types=DATA_INT_KERNELS)
 class Reverse:
     """REVERSE: flip the input along one non-negative axis given as a [1] tensor."""
 

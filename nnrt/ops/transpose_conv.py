@@ -15,7 +15,8 @@ Each input pixel ``(h, w)`` adds ``input[h, w, :] · filter[k, i, j, :]`` to out
 ``in * stride + filter - stride - head - tail`` along each spatial dimension. Left / top
 padding must be ≥ 0; right / bottom may be negative (they only extend the output), as in
 NNAPI's reference. No dilation. Types as the other convolutions (quantised per-channel filters
-along dimension 0); quantised variants validate but are not implemented here.
+along dimension 0); the quantised variants scatter zero-point-centred integers the same way,
+then rescale as NNAPI does (:mod:`nnrt.ops.conv_quant`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ from nnrt.ops.conv_geometry import (
     to_nhwc,
     validate_param_types,
 )
+from nnrt.ops.conv_quant import centred, output_stage
 from nnrt.ops.fused import apply_activation
 from nnrt.ops.padding import same_padding
+from nnrt.ops.quant import is_quantized
 
 T = OperandType
 Array = np.ndarray[Any, Any]
@@ -99,12 +102,16 @@ class TransposeConv2D:
     def execute(ctx: ExecutionContext) -> list[Array]:
         """Scatter every input pixel's filter response, then crop by the padding."""
         geo, out_shape = resolve(ctx)
-        x = to_nhwc(ctx.tensor(INPUT).astype(np.float64), geo.nchw)
-        w = ctx.tensor(FILTER).astype(np.float64)
+        x = to_nhwc(centred(ctx, INPUT), geo.nchw)
+        w = centred(ctx, FILTER)
         bias = ctx.tensor(BIAS).astype(np.float64)
         _, oh, ow, _ = nhwc_dims(out_shape, geo.nchw)
         y = transpose_conv_nhwc(x, w, geo, (oh, ow)) + bias
-        return [from_nhwc(apply_activation(y, geo.activation), geo.nchw)]
+        if is_quantized(ctx.input_type(INPUT)):
+            y = output_stage(ctx, y, geo.activation)
+        else:
+            y = apply_activation(y, geo.activation)
+        return [from_nhwc(y, geo.nchw)]
 
 
 def resolve(ctx: OperationContext) -> tuple[Geometry, Shape]:

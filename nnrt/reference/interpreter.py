@@ -83,12 +83,14 @@ class OperationStep:
                         else (self.dtypes[0], single_dims, [single_dims]))
         # Shape cache: when every non-constant input is a float tensor, prepare() depends only
         # on those inputs' shapes (NNAPI derives shapes and parameter checks from constants,
-        # scalars and integer tensors, never from float tensor values), so its result can be
-        # reused while the shapes repeat.
+        # scalars and integer tensors, never from float tensor values — except for the
+        # operations flagged ``shapes_from_values``), so its result can be reused while the
+        # shapes repeat.
         dynamic = [slot for slot, k in enumerate(op.inputs)
                    if not (operands[k].is_constant or operands[k].is_omitted)]
         self._shape_slots: tuple[int, ...] | None = tuple(dynamic) if all(
-            operands[op.inputs[slot]].type in _SHAPE_ONLY_TYPES for slot in dynamic) else None
+            operands[op.inputs[slot]].type in _SHAPE_ONLY_TYPES for slot in dynamic) and not (
+            definition.shapes_from_values) else None
         #: The operand indices of those inputs (their shapes form the cache key).
         self._shape_operands = tuple(op.inputs[slot] for slot in dynamic)
         self._shape_key: tuple[Any, ...] | None = None

@@ -124,6 +124,13 @@ def test_per_channel_quant_params() -> None:
     m.set_operand_symm_per_channel_quant_params(i, 0, [0.5, 0.25, 1.0])
     quant = m.operand(i).channel_quant
     assert quant is not None and quant.scales == (0.5, 0.25, 1.0)
+    # As in NNAPI, only TENSOR_QUANT8_SYMM_PER_CHANNEL takes them; the message says why a
+    # per-channel convolution's bias (whose scales NNAPI's specs list as hidden) does not.
+    bias = m.add_operand(T.TENSOR_INT32, (3,))
+    with pytest.raises(nnrt.BadData, match=r"operand 1 .*needs TENSOR_QUANT8_SYMM_PER_CHANNEL, "
+                                           r"got TENSOR_INT32 \(the INT32 bias of a per-channel "
+                                           r"convolution takes scale 0"):
+        m.set_operand_symm_per_channel_quant_params(bias, 0, [0.25, 0.125, 0.5])
 
 
 def test_subgraph_operand_takes_a_finished_model() -> None:
@@ -214,16 +221,13 @@ def test_float64_input_is_accepted_for_float32() -> None:
 def test_unsupported_variant_is_reported_not_computed() -> None:
     m = nnrt.Model()
     a = m.add_operand(T.TENSOR_QUANT8_ASYMM, (2,), 0.5, 10)
-    b = m.add_operand(T.TENSOR_QUANT8_ASYMM, (2,), 0.5, 10)
-    act = m.add_operand(T.INT32)
     out = m.add_operand(T.TENSOR_QUANT8_ASYMM, (2,), 1.0, 0)
-    m.set_operand_value(act, 0)
-    m.add_operation(Op.ADD, [a, b, act], [out])
-    m.identify_inputs_and_outputs([a, b], [out])
+    m.add_operation(Op.RSQRT, [a], [out])  # quantised RSQRT: NNAPI feature level 7, no kernel
+    m.identify_inputs_and_outputs([a], [out])
     m.finish()  # a valid NNAPI model
     x = np.array([1, 2], np.uint8)
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(ADD\).*TENSOR_QUANT8_ASYMM"):
-        nnrt.reference.run(m, [x, x])
+    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(RSQRT\).*TENSOR_QUANT8_ASYMM"):
+        nnrt.reference.run(m, [x])
 
 
 def test_op_without_kernel_is_reported_unsupported() -> None:

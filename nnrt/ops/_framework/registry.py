@@ -93,6 +93,11 @@ class OperationDef:
     #: (or NNAPI has none). A model with a tensor of this operation above it is marked
     #: (:func:`nnrt.ops._framework.extensions.model_extensions`).
     nnapi_max_rank: int | None = None
+    #: Whether output shapes depend on the *values* of float inputs, not only on their shapes
+    #: (BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS keep a data-dependent number of boxes): an
+    #: executor then runs ``prepare`` on every execution instead of reusing the shapes it
+    #: computed for the same input shapes.
+    shapes_from_values: bool = False
 
     def input_name(self, slot: int, n_inputs: int | None = None) -> str | None:
         """The name of input ``slot`` in the signature with ``n_inputs`` inputs, if named."""
@@ -128,6 +133,7 @@ def register(
     type_input: int = 0,
     signatures: Mapping[int, Sequence[str]] | None = None,
     nnapi_max_rank: int | None = None,
+    shapes_from_values: bool = False,
 ) -> Callable[[type[T]], type[T]]:
     """Class decorator registering the class's ``validate``, ``prepare`` and ``execute``."""
 
@@ -146,6 +152,7 @@ def register(
                 signatures=({n: tuple(names) for n, names in signatures.items()}
                             if signatures is not None else None),
                 nnapi_max_rank=nnapi_max_rank,
+                shapes_from_values=shapes_from_values,
             )
         )
         return cls

@@ -5,8 +5,9 @@ EMBEDDING_LOOKUP, TOPK_V2, SLICE, STRIDED_SLICE, PAD, PAD_V2, MIRROR_PAD. The in
 parameters and expected outputs are the test vectors of AOSP's
 ``packages/modules/NeuralNetworks/runtime/test/specs/<version>/<stem>.mod.py`` files (named in
 each comment and in each case name, ``<op>_nnapi_<stem>[_<n>]`` for the n-th example of a file);
-only float32 / int32 / bool8 examples are transcribed, quantised ones are out of scope. The
-spec's own "relaxed" / "float16" variations are covered by nnrt's automatic variants.
+only float32 / int32 / bool8 examples are transcribed here (the quantised ones are in
+``nnapi_quant_data``). The spec's own "relaxed" / "float16" variations are covered by nnrt's
+automatic variants.
 
 Resizing and the tensor / space-layout operations are in ``nnapi_data_image`` (appended below).
 """

@@ -2,7 +2,9 @@
 
 The expected outputs come from NNAPI's published layer-normalisation example and, for the other
 cases, from a float64 reference written here with scalar loops over batches and units,
-independently of the kernel (nnrt/ops/sequence_lstm.py).
+independently of the kernels (nnrt/ops/lstm_cell.py). The other LSTM case files use it too:
+:func:`lstm_step_reference` (one step), :func:`lstm_reference` (a sequence) and
+:func:`lstm_op_reference` (LSTM's outputs, its scratch buffer included).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _sigmoid(v: float) -> float:
     return 1.0 / (1.0 + math.exp(-v))
 
 
-_ACTIVATIONS: dict[int, Callable[[float], float]] = {
+ACTIVATIONS: dict[int, Callable[[float], float]] = {
     0: lambda v: v,
     1: lambda v: max(v, 0.0),
     3: lambda v: min(max(v, 0.0), 6.0),
@@ -59,44 +61,74 @@ def _gate(rows_x: Any, rows_h: Any, x: Any, h: Vector, peephole: Any, cell: Vect
     return [v + float(bias[u]) for u, v in enumerate(z)]
 
 
-def _lstm_ref(*args: Any) -> list[Any]:
-    """Every output (sequence, last output state, last cell state) in float64."""
-    (x, w_xi, w_xf, w_xc, w_xo, w_hi, w_hf, w_hc, w_ho, p_i, p_f, p_o, b_i, b_f, b_c, b_o,
-     proj, proj_b, h0, c0, activation, cell_clip, proj_clip, time_major) = args[:24]
-    n_i, n_f, n_c, n_o = (*args[24:], None, None, None, None)[:4]
-    g = _ACTIVATIONS[activation]
+def lstm_step_reference(weights: Sequence[Any], x: Any, h: Vector, c: Vector,
+                        g: Callable[[float], float], clips: tuple[float, float]
+                        ) -> tuple[Vector, Vector, list[Vector | None]]:
+    """One step for one batch entry in float64 scalar loops: the new output and cell states
+    and the gate activations ``[i (None under CIFG), g(candidate), f, o]``.
+
+    ``weights`` are UNIDIRECTIONAL_SEQUENCE_LSTM's inputs 1-17 then the four layer
+    normalisation weights (None when absent).
+    """
+    (w_xi, w_xf, w_xc, w_xo, w_hi, w_hf, w_hc, w_ho, p_i, p_f, p_o, b_i, b_f, b_c, b_o, proj,
+     proj_b, n_i, n_f, n_c, n_o) = weights
+    f = [_sigmoid(v) for v in _gate(w_xf, w_hf, x, h, p_f, c, n_f, b_f)]
+    i = (None if w_xi is None
+         else [_sigmoid(v) for v in _gate(w_xi, w_hi, x, h, p_i, c, n_i, b_i)])
+    cand = [g(v) for v in _gate(w_xc, w_hc, x, h, None, c, n_c, b_c)]
+    i_used = [1.0 - v for v in f] if i is None else i
+    new_c = _clip([f[u] * c[u] + i_used[u] * cand[u] for u in range(len(c))], clips[0])
+    o = [_sigmoid(v) for v in _gate(w_xo, w_ho, x, h, p_o, new_c, n_o, b_o)]
+    m = [o[u] * g(new_c[u]) for u in range(len(new_c))]
+    if proj is not None:
+        m = _clip([sum(float(proj[r][u]) * m[u] for u in range(len(m)))
+                   + (float(proj_b[r]) if proj_b is not None else 0.0)
+                   for r in range(len(proj))], clips[1])
+    return m, new_c, [i, cand, f, o]
+
+
+def lstm_reference(*args: Any) -> list[Any]:
+    """Every output (sequence, last output state, last cell state) in float64, from
+    UNIDIRECTIONAL_SEQUENCE_LSTM's arguments (absent inputs None)."""
+    x, activation, cell_clip, proj_clip, time_major = args[0], *args[20:24]
+    norms = (*args[24:], None, None, None, None)[:4]
+    weights = (*args[1:18], *norms)
+    g = ACTIVATIONS[activation]
     if not time_major:
         x = np.transpose(x, (1, 0, 2))
     steps, batches = x.shape[0], x.shape[1]
-    h = [[float(v) for v in row] for row in h0]
-    c = [[float(v) for v in row] for row in c0]
+    h = [[float(v) for v in row] for row in args[18]]
+    c = [[float(v) for v in row] for row in args[19]]
     seq = np.zeros((steps, batches, len(h[0])))
     for t in range(steps):
         for b in range(batches):
-            xs, hs, cs = x[t, b], h[b], c[b]
-            f = [_sigmoid(v) for v in _gate(w_xf, w_hf, xs, hs, p_f, cs, n_f, b_f)]
-            if w_xi is None:
-                i = [1.0 - v for v in f]
-            else:
-                i = [_sigmoid(v) for v in _gate(w_xi, w_hi, xs, hs, p_i, cs, n_i, b_i)]
-            cand = [g(v) for v in _gate(w_xc, w_hc, xs, hs, None, cs, n_c, b_c)]
-            new_c = _clip([f[u] * cs[u] + i[u] * cand[u] for u in range(len(cs))], cell_clip)
-            o = [_sigmoid(v) for v in _gate(w_xo, w_ho, xs, hs, p_o, new_c, n_o, b_o)]
-            m = [o[u] * g(new_c[u]) for u in range(len(new_c))]
-            if proj is not None:
-                m = _clip([sum(float(proj[r][u]) * m[u] for u in range(len(m)))
-                           + (float(proj_b[r]) if proj_b is not None else 0.0)
-                           for r in range(len(proj))], proj_clip)
-            h[b], c[b] = m, new_c
-            seq[t, b] = m
+            h[b], c[b], _ = lstm_step_reference(weights, x[t, b], h[b], c[b], g,
+                                                (cell_clip, proj_clip))
+            seq[t, b] = h[b]
     if not time_major:
         seq = np.transpose(seq, (1, 0, 2))
     return [seq, np.array(h), np.array(c)]
 
 
+def lstm_op_reference(*args: Any) -> list[Any]:
+    """LSTM's four outputs from its arguments (absent inputs None or empty): the scratch
+    buffer (the gate activations in NNAPI's block layout, input gate absent under CIFG), the
+    output state, the cell state and the output."""
+    weights = [None if a is None or np.size(a) == 0 else a
+               for a in (*args[1:18], *(*args[23:], None, None, None, None)[:4])]
+    rows = [lstm_step_reference(weights, x, [float(v) for v in h], [float(v) for v in c],
+                                ACTIVATIONS[args[20]], (args[21], args[22]))
+            for x, h, c in zip(args[0], args[18], args[19], strict=True)]
+    gates: list[Any] = [[row[2][k] for row in rows] for k in range(4)]
+    blocks = [np.ravel(gate) for gate in gates if gate[0] is not None]
+    h_out = np.array([row[0] for row in rows])
+    return [np.concatenate(blocks).reshape(len(rows), -1), h_out,
+            np.array([row[1] for row in rows]), h_out]
+
+
 def _first(n: int) -> Callable[..., list[Any]]:
     def reference(*args: Any) -> list[Any]:
-        return _lstm_ref(*args)[:n]
+        return lstm_reference(*args)[:n]
     return reference
 
 

@@ -88,19 +88,18 @@ def test_unsupported_operations_are_listed() -> None:
 
 def test_reference_driver_reports_unsupported_like_reference_run(driver: ReferenceDriver
                                                                  ) -> None:
-    # Quantised MAXIMUM validates but has no reference kernel.
+    # Quantised RSQRT (NNAPI feature level 7) validates but has no reference kernel.
     m = nnrt.Model()
     a = m.add_operand(T.TENSOR_QUANT8_ASYMM, (2,), 0.5, 0)
-    b = m.add_operand(T.TENSOR_QUANT8_ASYMM, (2,), 0.5, 0)
     out = m.add_operand(T.TENSOR_QUANT8_ASYMM, (2,), 0.5, 0)
-    m.add_operation(nnrt.OperationType.MAXIMUM, [a, b], [out])
-    m.identify_inputs_and_outputs([a, b], [out])
+    m.add_operation(nnrt.OperationType.RSQRT, [a], [out])
+    m.identify_inputs_and_outputs([a], [out])
     m.finish()
     assert driver.supported_operations(m) == [False]
     with pytest.raises(nnrt.Unsupported) as from_driver:
         driver.prepare(m)
     with pytest.raises(nnrt.Unsupported) as from_run:
-        nnrt.reference.run(m, [np.zeros(2, np.uint8)] * 2)
+        nnrt.reference.run(m, [np.zeros(2, np.uint8)])
     assert str(from_driver.value) == str(from_run.value)
 
 

@@ -85,8 +85,19 @@ def test_prelu_alpha_type_and_broadcast() -> None:
         model.finish()
 
 
-def test_quantised_activation_validates_but_is_unsupported() -> None:
+def test_quantised_relu_clamps_at_the_zero_point() -> None:
     model = _model(Op.RELU, [(Q8, (2,), None, 0.5, 10)], [(Q8, (2,), 0.5, 10)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(RELU\): the TENSOR_QUANT8_ASYMM "
-                                               "variant of RELU is not implemented"):
-        nnrt.reference.run(model, [np.array([1, 20], np.uint8)])
+    (result,) = nnrt.reference.run(model, [np.array([1, 20], np.uint8)])
+    np.testing.assert_array_equal(result, np.array([10, 20], np.uint8))
+
+
+def test_quantised_fixed_point_kernels_refuse_unrepresentable_scales() -> None:
+    # LOGISTIC's input multiplier scale * 2**27 must exceed 1 (NNAPI's kernel fails otherwise).
+    model = _model(Op.LOGISTIC, [(Q8, (2,), None, 2.0**-28, 0)], [(Q8, (2,), 1 / 256, 0)])
+    with pytest.raises(nnrt.BadData, match=r"\(LOGISTIC\), input 0 \(input\): input scale .* too "
+                                           "small"):
+        nnrt.reference.run(model.finish(), [np.array([1, 2], np.uint8)])
+    # HARD_SWISH's output multiplier (input scale / 128 / output scale) must stay below 1.
+    model = _model(Op.HARD_SWISH, [(Q8, (2,), None, 1.0, 0)], [(Q8, (2,), 2.0**-9, 0)])
+    with pytest.raises(nnrt.BadData, match=r"\(HARD_SWISH\), output 0 \(output\): output scale"):
+        nnrt.reference.run(model.finish(), [np.array([1, 2], np.uint8)])

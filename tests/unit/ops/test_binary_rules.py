@@ -60,10 +60,45 @@ def test_pow_rejects_int32_and_rank_7() -> None:
         model.finish()
 
 
-def test_quantised_maximum_validates_but_is_unsupported() -> None:
+def test_quantised_maximum_requantises_each_input() -> None:
     q = T.TENSOR_QUANT8_ASYMM
     model = _model(Op.MAXIMUM, [(q, (2,), None, 0.5, 3), (q, (2,), None, 0.25, 0)],
                    [(q, (2,), 1.0, 1)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(MAXIMUM\): the "
-                                               "TENSOR_QUANT8_ASYMM variant"):
+    # reals [1.5, -1.5] and [0.25, 2.5]: max [1.5, 2.5] -> round half away [2, 3] + 1
+    (result,) = nnrt.reference.run(model, [np.array([6, 0], np.uint8),
+                                           np.array([1, 10], np.uint8)])
+    np.testing.assert_array_equal(result, np.array([3, 4], np.uint8))
+
+
+def test_quantised_div_is_rejected() -> None:
+    q = T.TENSOR_QUANT8_ASYMM
+    model = _model(Op.DIV, [(q, (2,), None, 0.5, 3), (q, (2,), None, 0.5, 3), (T.INT32, (), 0)],
+                   [(q, (2,), 0.5, 3)])
+    with pytest.raises(nnrt.BadData, match=r"\(DIV\), input 0 \(input1\): DIV does not take "
+                                           "TENSOR_QUANT8_ASYMM"):
+        model.finish()
+
+
+def test_quantised_mul_output_scale_must_exceed_the_input_product() -> None:
+    q, qs = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
+    # TENSOR_QUANT8_ASYMM: NNAPI's validation rule.
+    model = _model(Op.MUL, [(q, (2,), None, 0.5, 0), (q, (2,), None, 0.5, 0), (T.INT32, (), 0)],
+                   [(q, (2,), 0.25, 0)])
+    with pytest.raises(nnrt.BadData, match=r"\(MUL\), output 0 \(output\): output scale 0.25 "
+                                           r"must exceed the product of the input scales"):
+        model.finish()
+    # TENSOR_QUANT8_ASYMM_SIGNED: valid, but NNAPI's kernel fails at execution.
+    model = _model(Op.MUL, [(qs, (2,), None, 0.5, 0), (qs, (2,), None, 0.5, 0),
+                            (T.INT32, (), 0)], [(qs, (2,), 0.25, 0)]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(MUL\), output 0 \(output\): the output multiplier "
+                                           r"1 is not in \(0, 1\)"):
+        nnrt.reference.run(model, [np.zeros(2, np.int8), np.zeros(2, np.int8)])
+
+
+def test_quantised_add_output_scale_too_small_fails_at_execution() -> None:
+    q = T.TENSOR_QUANT8_ASYMM
+    model = _model(Op.SUB, [(q, (2,), None, 1.0, 0), (q, (2,), None, 1.0, 0), (T.INT32, (), 0)],
+                   [(q, (2,), 1e-7, 0)]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(SUB\), output 0 \(output\): the output multiplier"):
         nnrt.reference.run(model, [np.zeros(2, np.uint8), np.zeros(2, np.uint8)])
+

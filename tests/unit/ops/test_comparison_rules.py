@@ -89,17 +89,18 @@ def test_select_does_not_broadcast() -> None:
                                    np.ones((2, 3), np.float32)])
 
 
-def test_quantised_variants_validate_but_are_unsupported() -> None:
+def test_quantised_comparisons_and_select_use_real_values() -> None:
     qs, q = T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_ASYMM
-    # Different scales and zero points on the two inputs are allowed.
+    # Different scales and zero points on the two inputs: reals [-1.5, 1] vs [-1.75, 1].
     model = _model(Op.LESS, [(qs, (2,), None, 0.5, -3), (qs, (2,), None, 0.25, 7)],
                    [(B8, (2,))]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(LESS\): the "
-                                               "TENSOR_QUANT8_ASYMM_SIGNED variant"):
-        nnrt.reference.run(model, [np.zeros(2, np.int8), np.zeros(2, np.int8)])
+    (result,) = nnrt.reference.run(model, [np.array([-6, -1], np.int8),
+                                           np.array([0, 11], np.int8)])
+    np.testing.assert_array_equal(result, [False, False])
+    # SELECT requantises the chosen values to the output's scale and zero point.
     model = _model(Op.SELECT, [(B8, (2,), None), (q, (2,), None, 0.5, 1),
                                (q, (2,), None, 0.25, 0)], [(q, (2,), 1.0, 2)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(SELECT\): the "
-                                               "TENSOR_QUANT8_ASYMM variant"):
-        nnrt.reference.run(model, [np.ones(2, bool), np.zeros(2, np.uint8),
-                                   np.zeros(2, np.uint8)])
+    (result,) = nnrt.reference.run(model, [np.array([True, False]), np.array([6, 0], np.uint8),
+                                           np.array([0, 10], np.uint8)])
+    # both chosen reals are 2.5: 2.5 / 1.0 + 2 = 4.5 rounds half away from zero to 5
+    np.testing.assert_array_equal(result, np.array([5, 5], np.uint8))

@@ -201,14 +201,16 @@ def test_if_with_an_unsupported_operation_is_unsupported() -> None:
     b = ModelBuilder()
     x = b.input("x", (2,), T.TENSOR_QUANT8_ASYMM, scale=0.5, zero_point=0)
     y = b.input("y", (2,), T.TENSOR_QUANT8_ASYMM, scale=0.5, zero_point=0)
-    b.output(b.add(x, y))
+    # RSQRT's quantised variant (NNAPI feature level 7) has no reference kernel.
+    (root,) = b.operation(Op.RSQRT, x)
+    b.output(b.add(root, y))
     quantised = b.build()
     model = _if(_binary(Op.ADD), quantised, values=(q, q), outputs=(q,))
     with pytest.raises(nnrt.BadData, match=f"{IF}, input 1 \\(then_model\\): its input 0 "):
         model.finish()
     model = _if(quantised, quantised, values=(q, q), outputs=(q,)).finish()
     with pytest.raises(nnrt.Unsupported, match=f"{IF}: its then model's operation 0 "
-                                               r"\(ADD\): the TENSOR_QUANT8_ASYMM variant"):
+                                               r"\(RSQRT\): the TENSOR_QUANT8_ASYMM variant"):
         nnrt.reference.run(model, [np.array([True]), X.astype(np.uint8), X.astype(np.uint8)])
 
 

@@ -135,8 +135,12 @@ def test_depthwise_conv_2d_per_channel_filter_must_use_dimension_3() -> None:
     model = _model(Op.DEPTHWISE_CONV_2D, tensors, [2, 1, 1, 1, 0], (Q8, (0, 0, 0, 0), 1.0, 0),
                    channel_quant=(3, [0.5, 0.25]))
     model.finish()
-    with pytest.raises(nnrt.Unsupported, match=r"DEPTHWISE_CONV_2D.*TENSOR_QUANT8_ASYMM"):
-        nnrt.reference.run(model, [np.zeros((1, 3, 3, 2), np.uint8)])
+    # Input 130 (2 above the zero point), filter 1 and bias 1: each accumulator is 4 * 2 + 1 = 9,
+    # rescaled per channel by 0.5 * 0.5 = 0.25 and 0.5 * 0.25 = 0.125 with gemmlowp's rounding:
+    # 9 * 2**30 / 2**31 = 4.5 rounds up to 5, then 5 / 2 -> 3 and 5 / 4 -> 1.
+    (y,) = nnrt.reference.run(model, [np.full((1, 3, 3, 2), 130, np.uint8)])
+    assert y.dtype == np.uint8
+    np.testing.assert_array_equal(y, np.tile([3, 1], (1, 2, 2, 1)))
 
 
 def test_grouped_conv_2d_rejects_count_groups_and_divisibility() -> None:
@@ -155,14 +159,14 @@ def test_grouped_conv_2d_rejects_count_groups_and_divisibility() -> None:
         model.finish()
 
 
-def test_quantised_conv_validates_scales_and_is_unsupported() -> None:
+def test_quantised_conv_validates_scales_and_runs() -> None:
     tensors = [(Q8, (1, 3, 3, 2), 0.5, 128), (Q8, (2, 2, 2, 2), 0.25, 128),
                (T.TENSOR_INT32, (2,), 0.125)]
     model = _model(Op.CONV_2D, tensors, [2, 1, 1, 0], (Q8, (1, 2, 2, 2), 1.0, 0))
     model.finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(CONV_2D\): the "
-                                               "TENSOR_QUANT8_ASYMM variant of CONV_2D"):
-        nnrt.reference.run(model, [np.zeros((1, 3, 3, 2), np.uint8)])
+    # (0 - 128) * (1 - 128) over 8 taps, plus 1, times 0.125: far above 255, saturated.
+    (y,) = nnrt.reference.run(model, [np.zeros((1, 3, 3, 2), np.uint8)])
+    np.testing.assert_array_equal(y, np.full((1, 2, 2, 2), 255, np.uint8))
     tensors[2] = (T.TENSOR_INT32, (2,), 0.5)
     model = _model(Op.CONV_2D, tensors, [2, 1, 1, 0], (Q8, (1, 2, 2, 2), 1.0, 0))
     with pytest.raises(nnrt.BadData, match=r"input 2 \(bias\): bias scale must equal "

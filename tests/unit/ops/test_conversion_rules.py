@@ -33,16 +33,13 @@ def test_cast_shape_must_match() -> None:
         model.finish()
 
 
-def test_cast_quantised_combinations_validate_but_are_unsupported() -> None:
-    model = _model(Op.CAST, [(F32, (2,), None)], [(Q8, (2,), 0.5, 0)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(CAST\): CAST from TENSOR_FLOAT32 "
-                                               "to TENSOR_QUANT8_ASYMM is not implemented"):
-        nnrt.reference.run(model, [np.array([1.0, 2.0], np.float32)])
-    model = _model(Op.CAST, [(Q8, (2,), None, 0.5, 0)], [(F32, (2,))]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(CAST\): the TENSOR_QUANT8_ASYMM "
-                                               "variant of CAST"):
-        nnrt.reference.run(model, [np.array([1, 2], np.uint8)])
-
+def test_cast_to_quant8_clamps_and_truncates_ignoring_the_scale() -> None:
+    model = _model(Op.CAST, [(F32, (4,), None)], [(Q8, (4,), 0.5, 7)]).finish()
+    (result,) = nnrt.reference.run(model, [np.array([-3.0, 1.9, 254.99, 999.0], np.float32)])
+    np.testing.assert_array_equal(result, np.array([0, 1, 254, 255], np.uint8))
+    model = _model(Op.CAST, [(Q8, (2,), None, 0.5, 7)], [(F32, (2,))]).finish()
+    (result,) = nnrt.reference.run(model, [np.array([1, 200], np.uint8)])
+    np.testing.assert_array_equal(result, np.array([1.0, 200.0], np.float32))
 
 def test_quantize_types() -> None:
     model = _model(Op.QUANTIZE, [(F32, (2,), None)], [(F32, (2,))])

@@ -119,15 +119,17 @@ def test_topk_k_range() -> None:
 
 # -- quantised variants: valid, not implemented -------------------------------------------------
 
-def test_quantised_gathers_validate_but_are_unsupported() -> None:
+def test_quantised_gathers_keep_the_stored_integers() -> None:
     model = _model(Op.GATHER, [(Q8, (3, 4), None, 0.5, 1), (T.INT32, (), 0), (I32, (2,), None)],
                    [(Q8, (2, 4), 0.5, 1)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(GATHER\): the "
-                                               "TENSOR_QUANT8_ASYMM variant of GATHER"):
-        nnrt.reference.run(model, [np.zeros((3, 4), np.uint8), np.array([0, 1], np.int32)])
+    x = np.arange(12, dtype=np.uint8).reshape(3, 4) + 240
+    got = nnrt.reference.run(model, [x, np.array([2, 0], np.int32)])[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, [[248, 249, 250, 251], [240, 241, 242, 243]])
     q8s = T.TENSOR_QUANT8_ASYMM_SIGNED
     model = _model(Op.EMBEDDING_LOOKUP, [(I32, (2,), None), (q8s, (3, 2), None, 0.25, -1)],
                    [(q8s, (2, 2), 0.25, -1)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"\(EMBEDDING_LOOKUP\): the "
-                                               "TENSOR_QUANT8_ASYMM_SIGNED variant"):
-        nnrt.reference.run(model, [np.array([0, 1], np.int32), np.zeros((3, 2), np.int8)])
+    values = np.array([[-128, -127], [0, 1], [126, 127]], np.int8)
+    got = nnrt.reference.run(model, [np.array([2, 0], np.int32), values])[0]
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, [[126, 127], [-128, -127]])

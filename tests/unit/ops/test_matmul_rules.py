@@ -93,14 +93,16 @@ def test_fc_quantised_bias_scale() -> None:
                Arg(q, (2, 4), scale=1.0))
 
 
-def test_fc_quantised_validates_but_is_unsupported() -> None:
+def test_fc_quantised_runs() -> None:
     q = T.TENSOR_QUANT8_ASYMM_SIGNED
     model = _model(Op.FULLY_CONNECTED, [Arg(q, (2, 3), scale=0.5), Arg(q, (4, 3), scale=0.25),
                                         Arg(T.TENSOR_INT32, (4,), scale=0.125),
                                         Arg(T.INT32, (), 0)], Arg(q, (2, 4), scale=1.0))
-    with pytest.raises(nnrt.Unsupported, match=r"FULLY_CONNECTED.*TENSOR_QUANT8_ASYMM_SIGNED"):
-        nnrt.reference.run(model, [np.zeros((2, 3), np.int8), np.zeros((4, 3), np.int8),
-                                   np.zeros(4, np.int32)])
+    # Rows of 8 and -8 against weights 1..4 (per unit): 24 * k, +- 8, times 0.125 = 3k +- 1.
+    x = np.int8([[8, 8, 8], [-8, -8, -8]])
+    w = np.repeat(np.int8([1, 2, 3, 4]), 3).reshape(4, 3)
+    (y,) = nnrt.reference.run(model, [x, w, np.full(4, 8, np.int32)])
+    np.testing.assert_array_equal(y, np.int8([[4, 7, 10, 13], [-2, -5, -8, -11]]))
 
 
 # -- BATCH_MATMUL ----------------------------------------------------------------------------
@@ -153,7 +155,9 @@ def test_bmm_shape_mismatch_found_at_execution() -> None:
         nnrt.reference.run(model, [np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)])
 
 
-def test_bmm_quantised_validates_but_is_unsupported() -> None:
+def test_bmm_quantised_saturates_to_int8() -> None:
     model = _bmm((2, 3), (3, 4), (2, 4), t=T.TENSOR_QUANT8_ASYMM_SIGNED, scale=0.5)
-    with pytest.raises(nnrt.Unsupported, match=r"BATCH_MATMUL.*TENSOR_QUANT8_ASYMM_SIGNED"):
-        nnrt.reference.run(model, [np.zeros((2, 3), np.int8), np.zeros((3, 4), np.int8)])
+    # 3 * 20 * 20 * 0.5 * 0.5 / 0.5 = 600 and its negative: saturated.
+    lhs = np.int8([[20, 20, 20], [-20, -20, -20]])
+    (y,) = nnrt.reference.run(model, [lhs, np.full((3, 4), 20, np.int8)])
+    np.testing.assert_array_equal(y, np.int8([[127] * 4, [-128] * 4]))

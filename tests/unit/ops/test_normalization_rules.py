@@ -40,12 +40,11 @@ def test_l2_normalization_quantised_output_params() -> None:
     with pytest.raises(nnrt.BadData, match=r"\(L2_NORMALIZATION\), output 0 \(output\): .*"
                                            "zero point 128"):
         model.finish()
-    # Valid quantised L2_NORMALIZATION is reported unsupported, not computed.
+    # [3, 4] / 5 = [0.6, 0.8] in steps of 1/128 around 128: [205 (76.8), 230 (102.4)]
     model = _model(Op.L2_NORMALIZATION, [(Q8, (2,), None, 0.5, 0)],
                    [(Q8, (2,), 1 / 128, 128)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(L2_NORMALIZATION\): the "
-                                               "TENSOR_QUANT8_ASYMM variant"):
-        nnrt.reference.run(model, [np.array([1, 2], np.uint8)])
+    (result,) = nnrt.reference.run(model, [np.array([6, 8], np.uint8)])
+    np.testing.assert_array_equal(result, np.array([205, 230], np.uint8))
 
 
 def test_lrn_radius_and_types() -> None:

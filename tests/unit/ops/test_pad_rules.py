@@ -83,10 +83,25 @@ def test_mirror_pad_symmetric_limit_checked_at_execution() -> None:
         nnrt.reference.run(model, [x, [[3, 0]]])
 
 
-def test_quantised_pad_v2_validates_but_is_unsupported() -> None:
+def test_quantised_pads_use_stored_values() -> None:
     q8 = T.TENSOR_QUANT8_ASYMM
     model = _model(Op.PAD_V2, [(q8, (2,), None, 0.5, 3), (I32, (1, 2), [[1, 1]]),
                                (T.INT32, (), 7)], [(q8, (4,), 0.5, 3)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"PAD_V2.*TENSOR_QUANT8_ASYMM variant of PAD_V2 "
-                                               r"is not implemented"):
-        nnrt.reference.run(model, [np.zeros(2, np.uint8)])
+    got = nnrt.reference.run(model, [np.array([0, 255], np.uint8)])[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, [7, 0, 255, 7])
+    # PAD pads with real 0, i.e. the zero point.
+    model = _model(Op.PAD, [(q8, (2,), None, 0.5, 3), (I32, (1, 2), [[1, 2]])],
+                   [(q8, (5,), 0.5, 3)]).finish()
+    got = nnrt.reference.run(model, [np.array([0, 255], np.uint8)])[0]
+    np.testing.assert_array_equal(got, [3, 0, 255, 3, 3])
+
+
+def test_quantised_pad_v2_value_must_fit_the_type() -> None:
+    q8s = T.TENSOR_QUANT8_ASYMM_SIGNED
+    model = _model(Op.PAD_V2, [(q8s, (2,), None, 0.5, 3), (I32, (1, 2), [[1, 1]]),
+                               (T.INT32, (), 128)], [(q8s, (4,), 0.5, 3)])
+    with pytest.raises(nnrt.BadData, match=r"\(PAD_V2\), input 2 \(pad_value\): pad value 128 "
+                                           r"is out of the range of TENSOR_QUANT8_ASYMM_SIGNED "
+                                           r"\(\[-128, 127\]\)"):
+        model.finish()

@@ -110,9 +110,15 @@ def test_bad_stride_given_at_execution() -> None:
         nnrt.reference.run(model, [x, np.int32(-1)])
 
 
-def test_quantised_pool_validates_but_is_unsupported() -> None:
+def test_quantised_pools_run_on_the_stored_integers() -> None:
+    x = np.uint8([[0, 1, 2], [3, 4, 5], [6, 7, 10]]).reshape(1, 3, 3, 1)
     model = _model(Op.AVERAGE_POOL_2D, T.TENSOR_QUANT8_ASYMM, (1, 3, 3, 1), _implicit(),
                    (1, 2, 2, 1), scale=0.5)
-    x = np.zeros((1, 3, 3, 1), np.uint8)
-    with pytest.raises(nnrt.Unsupported, match=r"AVERAGE_POOL_2D.*TENSOR_QUANT8_ASYMM"):
-        nnrt.reference.run(model, [x])
+    # Window sums 8, 12, 20 and 26 over 4 elements: 2, 3, 5 and 6.5, rounded up to 7.
+    (y,) = nnrt.reference.run(model, [x])
+    np.testing.assert_array_equal(y.ravel(), np.uint8([2, 3, 5, 7]))
+    model = _model(Op.MAX_POOL_2D, T.TENSOR_QUANT8_ASYMM, (1, 3, 3, 1), _implicit(act=3),
+                   (1, 2, 2, 1), scale=0.5)
+    # Maxima 8, 10, 14 and 20; RELU6 at scale 0.5 clamps to 12.
+    (y,) = nnrt.reference.run(model, [x * 2])
+    np.testing.assert_array_equal(y.ravel(), np.uint8([8, 10, 12, 12]))

@@ -136,15 +136,62 @@ def test_argmin_checks_runtime_axis() -> None:
 
 # -- quantised variants: valid, not implemented -------------------------------------------------
 
-def test_quantised_reductions_validate_but_are_unsupported() -> None:
+def test_quantised_reductions_compare_the_stored_integers() -> None:
     q8s = T.TENSOR_QUANT8_ASYMM_SIGNED
     model = _model(Op.REDUCE_MAX, [(Q8, (2, 3), None, 0.5, 3), (I32, (1,), [1]),
                                    (T.BOOL, (), True)], [(Q8, (2, 1), 0.5, 3)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(REDUCE_MAX\): the "
-                                               "TENSOR_QUANT8_ASYMM variant of REDUCE_MAX"):
-        nnrt.reference.run(model, [np.zeros((2, 3), np.uint8)])
+    got = nnrt.reference.run(model, [np.array([[0, 255, 3], [9, 8, 7]], np.uint8)])[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, [[255], [9]])
     model = _model(Op.ARGMAX, [(q8s, (2, 3), None, 0.5, -3), (T.INT32, (), 0)],
                    [(I32, (3,))]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"\(ARGMAX\): the TENSOR_QUANT8_ASYMM_SIGNED "
-                                               "variant of ARGMAX"):
-        nnrt.reference.run(model, [np.zeros((2, 3), np.int8)])
+    got = nnrt.reference.run(model, [np.array([[-128, 5, 127], [-127, 5, -1]], np.int8)])[0]
+    np.testing.assert_array_equal(got, [1, 0, 0])
+
+
+def test_quantised_mean_truncates_toward_zero() -> None:
+    # NNAPI's integer mean: sums -3 and 5 of two stored values -> -1.5 and 2.5 -> -1 and 2.
+    q8s = T.TENSOR_QUANT8_ASYMM_SIGNED
+    model = _model(Op.MEAN, [(q8s, (2, 2), None, 0.5, -3), (I32, (1,), [1]), (T.INT32, (), 0)],
+                   [(q8s, (2,), 0.5, -3)]).finish()
+    got = nnrt.reference.run(model, [np.array([[-2, -1], [2, 3]], np.int8)])[0]
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, [-1, 2])
+
+
+@pytest.mark.parametrize(("op", "expected"), [
+    (Op.REDUCE_MAX, -np.inf), (Op.REDUCE_MIN, np.inf), (Op.REDUCE_SUM, 0.0),
+    (Op.REDUCE_PROD, 1.0)])
+def test_float_reductions_of_an_empty_set_give_the_identity(op: Op, expected: float) -> None:
+    model = _model(op, [(F32, (0, 0), None), (I32, (1,), [0]), (T.BOOL, (), False)],
+                   [(F32, (0,))]).finish()
+    got = nnrt.reference.run(model, [np.zeros((0, 3), np.float32)])[0]
+    np.testing.assert_array_equal(got, np.full(3, expected, np.float32))
+
+
+def test_empty_reductions_of_quantised_and_mean() -> None:
+    q8s = T.TENSOR_QUANT8_ASYMM_SIGNED
+    for op, expected in ((Op.REDUCE_MAX, -128), (Op.REDUCE_MIN, 127)):
+        model = _model(op, [(q8s, (0, 0), None, 0.5, 3), (I32, (1,), [1]), (T.BOOL, (), True)],
+                       [(q8s, (0, 0), 0.5, 3)]).finish()
+        got = nnrt.reference.run(model, [np.zeros((2, 0), np.int8)])[0]
+        np.testing.assert_array_equal(got, np.full((2, 1), expected, np.int8))
+    model = _model(Op.MEAN, [(F32, (0, 0), None), (I32, (1,), [1]), (T.INT32, (), 0)],
+                   [(F32, (0,))]).finish()
+    assert np.isnan(nnrt.reference.run(model, [np.zeros((2, 0), np.float32)])[0]).all()
+    model = _model(Op.MEAN, [(q8s, (0, 0), None, 0.5, 3), (I32, (1,), [1]), (T.INT32, (), 0)],
+                   [(q8s, (0,), 0.5, 3)]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(MEAN\), input 0 \(input\): the mean of an "
+                                           r"empty set .* has no TENSOR_QUANT8_ASYMM_SIGNED"):
+        nnrt.reference.run(model, [np.zeros((2, 0), np.int8)])
+    # ... but an empty output is just empty.
+    assert nnrt.reference.run(model, [np.zeros((0, 0), np.int8)])[0].shape == (0,)
+
+
+def test_arg_of_an_empty_axis_is_bad_data() -> None:
+    model = _model(Op.ARGMIN, [(F32, (0, 0), None), (T.INT32, (), 1)], [(I32, (0,))]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(ARGMIN\), input 0 \(input\): axis 1 of shape "
+                                           r"\(2, 0\) has no element"):
+        nnrt.reference.run(model, [np.zeros((2, 0), np.float32)])
+    got = nnrt.reference.run(model, [np.zeros((0, 3), np.float32)])[0]
+    assert got.shape == (0,) and got.dtype == np.int32

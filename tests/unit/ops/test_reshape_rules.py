@@ -102,10 +102,21 @@ def test_transpose_quant_output_must_keep_scale() -> None:
         model.finish()
 
 
-def test_quantised_reshape_validates_but_is_unsupported() -> None:
+def test_quantised_reshape_keeps_the_stored_integers() -> None:
     q8 = T.TENSOR_QUANT8_ASYMM
     model = _model(Op.RESHAPE, [(q8, (2, 3), None, 0.5, 10), (I32, (1,), [-1])],
                    [(q8, (6,), 0.5, 10)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"RESHAPE.*TENSOR_QUANT8_ASYMM variant of "
-                                               r"RESHAPE is not implemented"):
-        nnrt.reference.run(model, [np.zeros((2, 3), np.uint8)])
+    got = nnrt.reference.run(model, [np.array([[0, 1, 2], [253, 254, 255]], np.uint8)])[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, [0, 1, 2, 253, 254, 255])
+
+
+def test_reshape_of_a_zero_size_tensor() -> None:
+    model = _model(Op.RESHAPE, [(F32, (0, 3, 0), None), (I32, (3,), [3, 2, 0])],
+                   [(F32, (3, 2, 0))]).finish()
+    assert nnrt.reference.run(model, [np.zeros((2, 3, 0), np.float32)])[0].shape == (3, 2, 0)
+    model = _model(Op.RESHAPE, [(F32, (0, 3), None), (I32, (2,), [-1, 0])],
+                   [(F32, (0, 0))]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(RESHAPE\), input 1 \(shape\): shape \(-1, 0\) "
+                                           "cannot infer its -1 component"):
+        nnrt.reference.run(model, [np.zeros((0, 3), np.float32)])

@@ -107,14 +107,21 @@ def test_size_given_at_execution_is_checked_then() -> None:
         nnrt.reference.run(model, [x, np.int32(-1)])
 
 
-def test_quantised_variant_validates_but_is_unsupported() -> None:
-    quant_in = (T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 1), IN, 0.5, 128)
+def test_quantised_bilinear_truncates_like_nnapi() -> None:
+    quant_in = (T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 2, 2, 1), IN, 0.5, 0)
     model = build(Op.RESIZE_BILINEAR, [quant_in, size(1.5, T.FLOAT32), size(1.5, T.FLOAT32)],
-                  [(T.TENSOR_QUANT8_ASYMM, (1, 3, 3, 1), 0.5, 128)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"RESIZE_BILINEAR.*TENSOR_QUANT8_ASYMM"):
-        nnrt.reference.run(model, [np.zeros((1, 2, 2, 1), np.uint8)])
+                  [(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 3, 3, 1), 0.5, 0)]).finish()
+    # Source rows 0, 2/3 and 4/3 (clamped to 1) of [[-10, -10], [11, 11]]: -10, then
+    # -10 / 3 + 22 / 3 = 4.0000005 in float32, truncated to 4, then 11.
+    x = np.int8([-10, -10, 11, 11]).reshape(1, 2, 2, 1)
+    (y,) = nnrt.reference.run(model, [x])
+    np.testing.assert_array_equal(y[0, :, 0, 0], [-10, 4, 11])
+    # Columns of [10, -10]: 10, 10 / 3 - 20 / 3 = -3.33 truncated toward zero to -3, -10.
+    x = np.int8([10, -10, 10, -10]).reshape(1, 2, 2, 1)
+    (y,) = nnrt.reference.run(model, [x])
+    np.testing.assert_array_equal(y[0, 0, :, 0], [10, -3, -10])
     # The output must keep the input's scale and zero point.
     with pytest.raises(nnrt.BadData, match=BILINEAR + r", output 0 \(output\): expected the "
                        r"scale and zero point of input 0"):
         build(Op.RESIZE_BILINEAR, [quant_in, size(3), size(3)],
-              [(T.TENSOR_QUANT8_ASYMM, (1, 3, 3, 1), 0.25, 128)]).finish()
+              [(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 3, 3, 1), 0.25, 0)]).finish()

@@ -162,6 +162,27 @@ def test_shape_and_parameter_errors_at_execution() -> None:
         nnrt.reference.run(model, [x, *values[1:], np.int32(5)])
 
 
+def test_layer_norm_cifg_with_empty_input_gate_tensors() -> None:
+    """NNAPI's own layer-norm CIFG test model declares the input gate's tensors {0, 0} / {0}
+    and feeds them no data: they are omitted, not weights of a wrong shape."""
+    empty = _inputs(cifg=True, peephole=True, layer_norm=True)
+    for slot, dims in ((1, (0, 0)), (5, (0, 0)), (9, (0,)), (12, (0,)), (24, (0,))):
+        empty[slot] = [F32, dims, IN]
+    model = _model(empty).finish()
+    rng = np.random.default_rng(7)
+    feeds = [rng.uniform(-0.5, 0.5, spec[1]).astype(np.float32) for spec in empty
+             if spec[2] is IN]
+    got = nnrt.reference.run(model, feeds)
+    omitted = _model(_inputs(cifg=True, peephole=True, layer_norm=True)).finish()
+    want = nnrt.reference.run(omitted, [f for f in feeds if f.size])
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    feeds[1] = rng.uniform(-0.5, 0.5, (UNITS, INPUT_SIZE)).astype(np.float32)
+    with pytest.raises(nnrt.BadData, match=f"{OP}, input 5 \\(recurrent_to_input_weights\\): "
+                                           "must be given exactly when input_to_input_weights"):
+        nnrt.reference.run(model, feeds)
+
+
 # -- against onnxruntime ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -112,18 +112,18 @@ def test_strided_slice_runtime_strides() -> None:
 
 # -- quantised variants: valid, not implemented -------------------------------------------------
 
-def test_quantised_slices_validate_but_are_unsupported() -> None:
+def test_quantised_slices_keep_the_stored_integers() -> None:
     model = _strided((Q8, (2, 3), None, 0.5, 7), [0, 0], [2, 3], [1, 2], masks=(0, 0, 0),
                      out_dims=(2, 2)).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(STRIDED_SLICE\): the "
-                                               "TENSOR_QUANT8_ASYMM variant of STRIDED_SLICE"):
-        nnrt.reference.run(model, [np.zeros((2, 3), np.uint8)])
+    got = nnrt.reference.run(model, [np.array([[0, 1, 2], [253, 254, 255]], np.uint8)])[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, [[0, 2], [253, 255]])
     q8s = T.TENSOR_QUANT8_ASYMM_SIGNED
     model = _model(Op.SLICE, [(q8s, (3,), None, 0.5, 0), (I32, (1,), [1]), (I32, (1,), [-1])],
                    [(q8s, (2,), 0.5, 0)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"\(SLICE\): the TENSOR_QUANT8_ASYMM_SIGNED "
-                                               "variant of SLICE"):
-        nnrt.reference.run(model, [np.zeros((3,), np.int8)])
+    got = nnrt.reference.run(model, [np.array([-128, 0, 127], np.int8)])[0]
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, [0, 127])
     model = _model(Op.SLICE, [(q8s, (3,), None, 0.5, 0), (I32, (1,), [1]), (I32, (1,), [-1])],
                    [(q8s, (2,), 0.25, 0)])
     with pytest.raises(nnrt.BadData, match=r"\(SLICE\), output 0 \(output\): expected the scale "

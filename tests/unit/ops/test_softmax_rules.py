@@ -69,9 +69,17 @@ def test_log_softmax_needs_three_inputs_and_float_data() -> None:
         model.finish()
 
 
-def test_quantised_softmax_validates_but_is_unsupported() -> None:
+def test_quantised_softmax_computes_in_steps_of_1_256() -> None:
     model = _model(Op.SOFTMAX, [(Q8, (2,), None, 0.5, 0), (T.FLOAT32, (), 1.0)],
                    [(Q8, (2,), 1 / 256, 0)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(SOFTMAX\): the "
-                                               "TENSOR_QUANT8_ASYMM variant"):
-        nnrt.reference.run(model, [np.array([1, 2], np.uint8)])
+    (result,) = nnrt.reference.run(model, [np.array([1, 3], np.uint8)])
+    real = np.exp([0.5, 1.5]) / np.exp([0.5, 1.5]).sum() * 256  # [68.8, 187.2]
+    assert result.dtype == np.uint8
+    np.testing.assert_allclose(result, real, atol=1)
+
+
+def test_quantised_softmax_refuses_a_beta_too_small_for_its_multiplier() -> None:
+    model = _model(Op.SOFTMAX, [(Q8, (2,), None, 0.5, 0), (T.FLOAT32, (), 1e-9)],
+                   [(Q8, (2,), 1 / 256, 0)]).finish()
+    with pytest.raises(nnrt.BadData, match=r"\(SOFTMAX\), input 1 \(beta\): beta \* input scale"):
+        nnrt.reference.run(model, [np.array([1, 3], np.uint8)])

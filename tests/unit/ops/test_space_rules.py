@@ -137,12 +137,14 @@ def test_channel_shuffle_rules() -> None:
         build(op, [x(1, 1, 1, 2, 6), i32(2), i32(-1)], f32_out(1, 1, 1, 2, 6)).finish()
 
 
-def test_quantised_variants_validate_but_are_unsupported() -> None:
+def test_quantised_variants_move_the_stored_integers() -> None:
     quant = (T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 2, 2, 1), IN, 0.5, -3)
     model = build(Op.SPACE_TO_DEPTH, [quant, i32(2)],
                   [(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 1, 1, 4), 0.5, -3)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"SPACE_TO_DEPTH.*TENSOR_QUANT8_ASYMM_SIGNED"):
-        nnrt.reference.run(model, [np.zeros((1, 2, 2, 1), np.int8)])
+    x = np.array([-128, -1, 0, 127], np.int8).reshape(1, 2, 2, 1)
+    got = nnrt.reference.run(model, [x])[0]
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got.reshape(-1), [-128, -1, 0, 127])
     with pytest.raises(nnrt.BadData, match=where(Op.CHANNEL_SHUFFLE, r"output 0 \(output\)") +
                        ": expected the scale and zero point of input 0"):
         build(Op.CHANNEL_SHUFFLE, [quant, i32(1), i32(3)],

@@ -102,8 +102,8 @@ def test_fill_value_type_follows_output_type() -> None:
 def test_fill_dims_checked_at_execution() -> None:
     model = _model(Op.FILL, [(I32, (2,), None), (T.FLOAT32, (), 1.0)], [(F32, (0, 0))]).finish()
     assert nnrt.reference.run(model, [np.array([1, 2])])[0].shape == (1, 2)
-    with pytest.raises(nnrt.BadData, match=r"\(FILL\), input 0 \(dims\): dims must be positive, "
-                                           r"got \(2, -1\)"):
+    with pytest.raises(nnrt.BadData, match=r"\(FILL\), input 0 \(dims\): dims must be "
+                                           r"non-negative, got \(2, -1\)"):
         nnrt.reference.run(model, [np.array([2, -1])])
 
 
@@ -128,10 +128,25 @@ def test_reverse_rejects_bad_axis_tensor() -> None:
         model.finish()
 
 
-def test_quantised_split_validates_but_is_unsupported() -> None:
+def test_quantised_split_keeps_the_stored_integers() -> None:
     q8 = T.TENSOR_QUANT8_ASYMM_SIGNED
     model = _model(Op.SPLIT, [(q8, (2, 4), None, 0.5, -3), (T.INT32, (), 1), (T.INT32, (), 2)],
                    [(q8, (2, 2), 0.5, -3), (q8, (2, 2), 0.5, -3)]).finish()
-    with pytest.raises(nnrt.Unsupported, match=r"SPLIT.*TENSOR_QUANT8_ASYMM_SIGNED variant of "
-                                               r"SPLIT is not implemented"):
-        nnrt.reference.run(model, [np.zeros((2, 4), np.int8)])
+    x = np.array([[-128, -1, 0, 127], [5, 6, 7, 8]], np.int8)
+    left, right = nnrt.reference.run(model, [x])
+    assert left.dtype == np.int8 and right.dtype == np.int8
+    np.testing.assert_array_equal(left, [[-128, -1], [5, 6]])
+    np.testing.assert_array_equal(right, [[0, 127], [7, 8]])
+
+
+def test_quantised_concatenation_requantises_other_scales() -> None:
+    # input 1 (scale 0.5, zero point 10) into the output's (scale 1, zero point 0): real values
+    # 0.5 * (q - 10) = -5, -0.5, 0.5, 120.5 -> round half away from zero -> -5, -1, 1, 121,
+    # saturated to [0, 255] -> 0, 0, 1, 121; input 0 already has the output's quantisation.
+    q8 = T.TENSOR_QUANT8_ASYMM
+    model = _model(Op.CONCATENATION, [(q8, (1, 2), None, 1.0, 0), (q8, (1, 4), None, 0.5, 10),
+                                      (T.INT32, (), 1)], [(q8, (1, 6), 1.0, 0)]).finish()
+    got = nnrt.reference.run(model, [np.array([[3, 255]], np.uint8),
+                                     np.array([[0, 9, 11, 251]], np.uint8)])[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, [[3, 255, 0, 0, 1, 121]])

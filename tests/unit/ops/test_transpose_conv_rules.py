@@ -84,16 +84,17 @@ def test_transpose_conv_2d_rejects_negative_head_padding_and_bias_mismatch() -> 
         model.finish()
 
 
-def test_quantised_transpose_conv_validates_and_is_unsupported() -> None:
+def test_quantised_transpose_conv_validates_and_runs() -> None:
     tensors = [(Q8S, (1, 2, 2, 2), None, 0.5, 0),
                (PER_CHANNEL, (3, 2, 2, 2), np.ones((3, 2, 2, 2))),
                (T.TENSOR_INT32, (3,), np.zeros(3))]
     model = _model(tensors, _EXPLICIT, (Q8S, (0, 0, 0, 0), 1.0, 0),
                    channel_quant=(0, [0.5, 0.25, 0.125]))
     model.finish()
-    with pytest.raises(nnrt.Unsupported, match=r"operation 0 \(TRANSPOSE_CONV_2D\): the "
-                                               "TENSOR_QUANT8_ASYMM_SIGNED variant"):
-        nnrt.reference.run(model, [np.zeros((1, 2, 2, 2), np.int8)])
+    # Stride 2 with a 2x2 filter: every output pixel receives one input pixel, 2 channels of
+    # 8 (4 per unit real): 16, times 0.5 * 0.5, 0.5 * 0.25 and 0.5 * 0.125 = 4, 2 and 1.
+    (y,) = nnrt.reference.run(model, [np.full((1, 2, 2, 2), 8, np.int8)])
+    np.testing.assert_array_equal(y, np.tile(np.int8([4, 2, 1]), (1, 4, 4, 1)))
     model = _model(tensors, _EXPLICIT, (Q8S, (0, 0, 0, 0), 1.0, 0),
                    channel_quant=(3, [0.5, 0.25]))
     with pytest.raises(nnrt.BadData, match=r"input 1 \(filter\): per-channel quantisation must "
