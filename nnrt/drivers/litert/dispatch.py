@@ -16,7 +16,9 @@ TENSOR_FLOAT16 is computed in float32: the compiler writes a float16 partition i
 as a FLOAT32 tensor, and ``invoke`` knows it from the array it is handed (the operand's dtype,
 float16): a float16 input is converted as it is copied in (exactly), a float32 result rounded
 to the float16 output as it is copied out (to nearest even, overflowing to inf) — the same one
-copy each way.
+copy each way. Likewise a TENSOR_QUANT8_ASYMM input or output of a partition computed in int8
+(:func:`~nnrt.drivers.litert.quantized.signed_partition`: a uint8 array for an INT8 tensor)
+is moved by 128 (``q ^ 0x80``) as it is copied.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class LitertExecutable:
         self.inputs = [d["index"] for d in details]
         #: The inputs of TFLite type BOOL (TENSOR_BOOL8 arrives as bytes, uint8).
         self.bools = frozenset(d["index"] for d in details if d["dtype"] == np.bool_)
+        #: The inputs of TFLite type INT8 (a TENSOR_QUANT8_ASYMM one, uint8, is moved by -128).
+        self.signed = frozenset(d["index"] for d in details if d["dtype"] == np.int8)
         self.outputs = [d["index"] for d in interpreter.get_output_details()]
         self.lock = threading.Lock()
 
@@ -117,6 +121,9 @@ class LitertDispatch(Dispatch):
                     continue
                 if index in executable.bools:  # TENSOR_BOOL8 as bytes: LiteRT's BOOL is one too
                     value = value.view(np.bool_)
+                elif index in executable.signed and value.dtype == np.uint8:
+                    _copy_in_signed(interpreter, index, value)
+                    continue
                 interpreter.set_tensor(index, value)
             try:
                 interpreter.invoke()
@@ -124,9 +131,12 @@ class LitertDispatch(Dispatch):
                 raise OpFailed(f"LiteRT failed to run the partition: {exc}") from None
             with ignoring_float_errors():  # a float16 output overflowing is inf, no warning
                 for index, target in zip(executable.outputs, outputs, strict=True):
+                    result = interpreter.tensor(index)().reshape(target.shape)
+                    if target.dtype == np.uint8 and result.dtype == np.int8:  # moved back
+                        np.bitwise_xor(result.view(np.uint8), np.uint8(0x80), out=target)
+                        continue
                     # a TENSOR_FLOAT16 output (computed in float32) is rounded as it is copied
-                    np.copyto(target, interpreter.tensor(index)().reshape(target.shape),
-                              casting="same_kind")
+                    np.copyto(target, result, casting="same_kind")
 
 
 def _copy_in_float16(interpreter: Any, index: int, value: Array) -> None:
@@ -137,6 +147,16 @@ def _copy_in_float16(interpreter: Any, index: int, value: Array) -> None:
         raise BadData(f"litert: a float16 input of shape {value.shape} for tensor {index} of "
                       f"type {tensor.dtype} and shape {tensor.shape}")
     np.copyto(tensor, value, casting="same_kind")
+
+
+def _copy_in_signed(interpreter: Any, index: int, value: Array) -> None:
+    """Copy a TENSOR_QUANT8_ASYMM input into its INT8 tensor (a signed partition), moving the
+    values by -128 as it copies (``q ^ 0x80``; the compiler moved the zero point alike)."""
+    tensor = interpreter.tensor(index)()
+    if tensor.shape != value.shape:
+        raise BadData(f"litert: a uint8 input of shape {value.shape} for tensor {index} of "
+                      f"shape {tensor.shape}")
+    np.bitwise_xor(value, np.uint8(0x80), out=tensor.view(np.uint8))
 
 
 _log = logging.getLogger("nnrt.drivers.litert")

@@ -9,9 +9,11 @@ NNAPI's filter layouts share with TFLite's: OHWI for CONV_2D, 1HWO for DEPTHWISE
 int32 bias gets the scale TFLite checks and XNNPACK reads, ``input scale * filter scale`` per
 output channel (NNAPI leaves a per-channel bias's scale 0).
 
-TFLite's uint8 convolutions take one filter scale: a TENSOR_QUANT8_ASYMM input with a
-per-channel filter is computed in int8 (:func:`unsigned_per_channel`), its input and output
-converted by a QUANTIZE each way (values and zero points moved by 128: exact).
+TFLite's uint8 convolutions take one filter scale: where a TENSOR_QUANT8_ASYMM input meets a
+per-channel filter, the whole partition is written in int8, every uint8 tensor's values and
+zero point moved by -128 (:func:`signed_partition`: exact), or, where a uint8 filter forbids
+that, the convolution alone converts its input and output by a QUANTIZE each way
+(:func:`unsigned_per_channel`).
 
 TFLite's int8 kernels take symmetric filters only (zero point 0: they never read a filter's
 zero point); a TENSOR_QUANT8_ASYMM_SIGNED filter whose zero point is not 0 is written as the
@@ -29,14 +31,15 @@ from ai_edge_litert import schema_py_generated as fb
 from nnrt.errors import OpFailed
 from nnrt.model.model import Model
 from nnrt.model.operand import Operand
-from nnrt.model.types import OperandType
+from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import OperationContext
 
 if TYPE_CHECKING:
     from nnrt.drivers.litert.writer import Writer
 
-__all__ = ["QUANT8", "converted", "operand_parameters", "parameters", "product_scales",
-           "quantized_weights", "signed_twin", "symmetric_filter", "unsigned_per_channel"]
+__all__ = ["QUANT8", "as_signed", "converted", "operand_parameters", "parameters",
+           "product_scales", "quantized_weights", "signed_partition", "signed_twin",
+           "symmetric_filter", "unsigned_per_channel", "written_zero_point"]
 
 T = OperandType
 Array = np.ndarray[Any, Any]
@@ -58,15 +61,58 @@ def parameters(scales: Any, zero_points: Any, axis: int = 0) -> Any:
     return found
 
 
-def operand_parameters(operand: Operand) -> Any | None:
+def operand_parameters(operand: Operand, signed: bool = False) -> Any | None:
     """The quantisation parameters of ``operand``'s tensor: per channel, per tensor (a
-    quantised type, or an int32 with a scale: a bias), or None."""
+    quantised type, or an int32 with a scale: a bias), or None. In a ``signed`` partition a
+    TENSOR_QUANT8_ASYMM tensor is INT8, its zero point moved by -128 (:func:`signed_partition`)."""
     if operand.channel_quant is not None:
         scales = operand.channel_quant.scales
         return parameters(scales, np.zeros(len(scales)), operand.channel_quant.channel_dim)
     if operand.type in QUANT8 or (operand.type == T.TENSOR_INT32 and operand.scale > 0):
-        return parameters([operand.scale], [operand.zero_point])
+        return parameters([operand.scale], [written_zero_point(operand, signed)])
     return None
+
+
+def written_zero_point(operand: Operand, signed: bool) -> int:
+    """``operand``'s zero point as written: moved by -128 for a TENSOR_QUANT8_ASYMM tensor
+    of a ``signed`` partition."""
+    return operand.zero_point - (128 if signed and operand.type == T.TENSOR_QUANT8_ASYMM else 0)
+
+
+def as_signed(value: Any) -> Array:
+    """uint8 ``value`` as int8 moved by -128 (``q ^ 0x80``: the same real numbers with the zero
+    point moved too)."""
+    moved: Array = (np.asarray(value, np.uint8) ^ np.uint8(0x80)).view(np.int8)
+    return moved
+
+
+def signed_partition(model: Model) -> bool:
+    """Whether the partition's TENSOR_QUANT8_ASYMM tensors are written as INT8, values and
+    zero points moved by -128 (exact: every quantised operation reads ``q - zero point``):
+    when a TENSOR_QUANT8_ASYMM convolution takes a per-channel filter, which TFLite's uint8
+    kernels cannot, and every uint8 filter, so moved, is one TFLite's int8 kernels take (a
+    constant whose values minus its zero point fit [-127, 127]). onnxruntime quantises a model
+    with uint8 activations and per-channel int8 weights so; computed in int8 throughout, it
+    needs no conversion but at the partition's edges (:mod:`.dispatch`), and XNNPACK takes
+    all of it. Otherwise such a convolution converts its input and output (:func:`converted`)."""
+    operands = model.operands
+    needed = False
+    for op in model.operations:
+        if len(op.inputs) < 2 or operands[op.inputs[0]].type != T.TENSOR_QUANT8_ASYMM:
+            continue
+        weights = operands[op.inputs[1]]
+        if op.type in _PRODUCTS and weights.channel_quant is not None:
+            needed = True
+        elif op.type in _PRODUCTS and weights.type == T.TENSOR_QUANT8_ASYMM:
+            value = model.constant_value(op.inputs[1])
+            if value is None or symmetric_filter(weights, value) is None:
+                return False
+    return needed
+
+
+_ASYMMETRIC = frozenset({T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED})
+_PRODUCTS = frozenset({OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D,
+                       OperationType.FULLY_CONNECTED})
 
 
 def product_scales(source: Operand, weights: Operand) -> Array:
@@ -96,7 +142,8 @@ def quantized_weights(writer: Writer, ctx: OperationContext) -> list[int]:
     op, model = ctx.operation, writer.model
     source, weights = model.operands[op.inputs[0]], model.operands[op.inputs[1]]
     filt = writer.tensor(op.inputs[1])
-    if weights.type == T.TENSOR_QUANT8_ASYMM_SIGNED and weights.zero_point != 0:
+    moved = writer.tensors[filt].type == fb.TensorType.INT8 and weights.type in _ASYMMETRIC
+    if moved and written_zero_point(weights, writer.signed) != 0:
         value = model.constant_value(op.inputs[1])
         shifted = None if value is None else symmetric_filter(weights, value)
         if shifted is None:  # the partition step refused it: never selected
@@ -108,11 +155,12 @@ def quantized_weights(writer: Writer, ctx: OperationContext) -> list[int]:
     return [filt, bias]
 
 
-def unsigned_per_channel(model: Model, ctx: OperationContext) -> bool:
-    """Whether convolution ``ctx`` takes a TENSOR_QUANT8_ASYMM input with a per-channel
-    filter: TFLite's uint8 kernels take one filter scale, so it is computed in int8."""
-    return (ctx.input_type(0) == T.TENSOR_QUANT8_ASYMM
-            and model.operands[ctx.operation.inputs[1]].channel_quant is not None)
+def unsigned_per_channel(writer: Writer, ctx: OperationContext) -> bool:
+    """Whether convolution ``ctx`` takes a TENSOR_QUANT8_ASYMM input with a per-channel filter
+    in a partition that is not :func:`signed_partition`: TFLite's uint8 kernels take one filter
+    scale, so it is computed in int8, converted each way."""
+    return (not writer.signed and ctx.input_type(0) == T.TENSOR_QUANT8_ASYMM
+            and writer.model.operands[ctx.operation.inputs[1]].channel_quant is not None)
 
 
 def signed_twin(writer: Writer, tensor: int) -> int:

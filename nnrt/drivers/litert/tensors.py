@@ -146,9 +146,11 @@ def write_pad(writer: Writer, ctx: OperationContext) -> None:
         writer.operator(B.PAD, [source, amounts], [output], fb.BuiltinOptions.PadOptions,
                         fb.PadOptionsT())
         return
-    _, dtype = TENSOR_TYPES[writer.model.operands[op.inputs[0]].type]
-    value = writer.constant(f"pad_value_{index}", np.asarray([ctx.scalar(2)], dtype),
-                            writer.tensors[source].quantization)
+    _, dtype, quantization = writer.form(op.inputs[0])
+    fill = ctx.scalar(2)
+    if quantization is not None:  # the stored integer, moved as the tensor's zero point is
+        fill += int(quantization.zeroPoint[0]) - ctx.operand(0).zero_point
+    value = writer.constant(f"pad_value_{index}", np.asarray([fill], dtype), quantization)
     writer.operator(B.PADV2, [source, amounts, value], [output], fb.BuiltinOptions.PadV2Options,
                     fb.PadV2OptionsT())
 

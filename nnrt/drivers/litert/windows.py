@@ -101,7 +101,7 @@ def write_window(writer: Writer, ctx: OperationContext) -> None:
     target = writer.output(output, window.nchw)
     if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
         inputs += _weights(writer, ctx)
-        if unsigned_per_channel(writer.model, ctx):  # computed in int8, converted both ways
+        if unsigned_per_channel(writer, ctx):  # computed in int8, converted both ways
             inputs[0] = converted(writer, source, signed_twin(writer, source))
             result, target = target, signed_twin(writer, target)
             writer.operator(_BUILTINS[op.type], inputs, [target], options_type, options)

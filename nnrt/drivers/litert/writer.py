@@ -31,7 +31,12 @@ from nnrt.drivers.litert.folding import (
     fuse_activations,
 )
 from nnrt.drivers.litert.onehot import OneHot, one_hot_patterns
-from nnrt.drivers.litert.quantized import QUANT8, operand_parameters
+from nnrt.drivers.litert.quantized import (
+    QUANT8,
+    as_signed,
+    operand_parameters,
+    signed_partition,
+)
 from nnrt.drivers.litert.patterns import (
     Chain,
     gelu_patterns,
@@ -67,6 +72,9 @@ class Writer:
 
     def __init__(self, model: Model) -> None:
         self.model = model
+        #: Whether the partition's TENSOR_QUANT8_ASYMM tensors are INT8, moved by -128
+        #: (:func:`~nnrt.drivers.litert.quantized.signed_partition`).
+        self.signed = signed_partition(model)
         self.tensors: list[Any] = []
         self.buffers: list[Any] = [fb.BufferT()]  # buffer 0: the empty sentinel
         self.codes: dict[int, int] = {}
@@ -125,18 +133,34 @@ class Writer:
         if found is not None:
             return found
         dims = self.model.inferred_dims[index]
-        kind, dtype = TENSOR_TYPES[self.model.operands[index].type]
-        quantization = operand_parameters(self.model.operands[index])
+        kind, _, quantization = self.form(index)
         if index in self.nhwc:
             found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, None,
                                                        quantization)
             self._transpose(self.nhwc[index], found, TO_NCHW)
             return found
-        value = self.model.constant_value(index)
-        data = None if value is None else np.ascontiguousarray(value, dtype)
-        found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, data,
-                                                   quantization)
+        found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind,
+                                                   self.value(index), quantization)
         return found
+
+    def form(self, index: int) -> tuple[int, type[np.generic], Any]:
+        """Operand ``index``'s tensor as written: its TFLite type, the numpy type of its bytes
+        and its quantisation parameters (:data:`TENSOR_TYPES`; a TENSOR_QUANT8_ASYMM operand
+        of a :attr:`signed` partition is INT8)."""
+        operand = self.model.operands[index]
+        kind, dtype = TENSOR_TYPES[operand.type]
+        if self.signed and operand.type == T.TENSOR_QUANT8_ASYMM:
+            kind, dtype = fb.TensorType.INT8, np.int8
+        return kind, dtype, operand_parameters(operand, self.signed)
+
+    def value(self, index: int) -> Array | None:
+        """The bytes of constant operand ``index`` as written (:meth:`form`), or None."""
+        value = self.model.constant_value(index)
+        if value is None:
+            return None
+        if self.signed and self.model.operands[index].type == T.TENSOR_QUANT8_ASYMM:
+            return np.ascontiguousarray(as_signed(value))
+        return np.ascontiguousarray(value, self.form(index)[1])
 
     def in_nhwc(self, inputs: list[int], output: int) -> bool:
         """Whether an element-wise operation reading ``inputs`` computes ``output`` in NHWC:
@@ -153,11 +177,10 @@ class Writer:
         if found is not None:
             return found
         dims = self.model.inferred_dims[index]
-        kind, dtype = TENSOR_TYPES[self.model.operands[index].type]
-        quantization = operand_parameters(self.model.operands[index])
-        value = self.model.constant_value(index)
+        kind, _, quantization = self.form(index)
+        value = self.value(index)
         if value is not None:
-            full = np.asarray(value, dtype).reshape((1,) * (4 - len(dims)) + tuple(dims))
+            full = value.reshape((1,) * (4 - len(dims)) + tuple(dims))
             found = self.constant(f"operand_{index}_nhwc", full.transpose(TO_NHWC),
                                   quantization)
         else:
@@ -170,10 +193,9 @@ class Writer:
     def nhwc_output(self, index: int) -> int:
         """A new tensor for output operand ``index`` (rank 4, NCHW) computed in NHWC."""
         dims = self.model.inferred_dims[index]
-        kind, _ = TENSOR_TYPES[self.model.operands[index].type]
+        kind, _, quantization = self.form(index)
         found = self.nhwc[index] = self._add(
-            f"operand_{index}_nhwc", tuple(dims[i] for i in TO_NHWC), kind, None,
-            operand_parameters(self.model.operands[index]))
+            f"operand_{index}_nhwc", tuple(dims[i] for i in TO_NHWC), kind, None, quantization)
         return found
 
     def output(self, index: int, nhwc: bool) -> int:
