@@ -112,7 +112,7 @@ def signed_partition(model: Model) -> bool:
 
 _ASYMMETRIC = frozenset({T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED})
 _PRODUCTS = frozenset({OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D,
-                       OperationType.FULLY_CONNECTED})
+                       OperationType.FULLY_CONNECTED, OperationType.TRANSPOSE_CONV_2D})
 
 
 def product_scales(source: Operand, weights: Operand) -> Array:
@@ -136,8 +136,8 @@ def symmetric_filter(operand: Operand, value: Array) -> Array | None:
 
 
 def quantized_weights(writer: Writer, ctx: OperationContext) -> list[int]:
-    """The filter and bias tensors of a quantised CONV_2D, DEPTHWISE_CONV_2D or
-    FULLY_CONNECTED (inputs 1 and 2): an int8 filter made symmetric where its zero point is
+    """The filter and bias tensors of a quantised CONV_2D, DEPTHWISE_CONV_2D,
+    TRANSPOSE_CONV_2D or FULLY_CONNECTED (inputs 1 and 2): an int8 filter made symmetric where its zero point is
     not 0, the int32 bias with the accumulators' scales TFLite reads."""
     op, model = ctx.operation, writer.model
     source, weights = model.operands[op.inputs[0]], model.operands[op.inputs[1]]

@@ -45,6 +45,7 @@ QUANTIZED_OPS = frozenset({
     Op.SOFTMAX, Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE, Op.CONCATENATION,
     Op.MEAN, Op.QUANTIZE, Op.DEQUANTIZE, Op.RESIZE_NEAREST_NEIGHBOR, Op.MAXIMUM, Op.MINIMUM,
     Op.SLICE, Op.STRIDED_SLICE, Op.GATHER, Op.PAD, Op.PAD_V2, Op.MIRROR_PAD, Op.TILE,
+    Op.TRANSPOSE_CONV_2D, Op.REDUCE_MAX, Op.BATCH_MATMUL,
 })
 #: The quantised tensor types each of those takes (every slot that is not a parameter).
 QUANTIZED_TYPES = _Q8
@@ -56,15 +57,18 @@ SLOT_TYPES: dict[tuple[OperationType, int], frozenset[OperandType]] = {
     (Op.CONV_2D, 2): frozenset({T.TENSOR_INT32}),
     (Op.DEPTHWISE_CONV_2D, 2): frozenset({T.TENSOR_INT32}),
     (Op.FULLY_CONNECTED, 2): frozenset({T.TENSOR_INT32}),
+    (Op.TRANSPOSE_CONV_2D, 1): frozenset({T.TENSOR_QUANT8_SYMM_PER_CHANNEL}),
+    (Op.TRANSPOSE_CONV_2D, 2): frozenset({T.TENSOR_INT32}),
 }
 #: The channel axis of a per-channel filter, as TFLite's layout has it (NNAPI's is the same).
-_CHANNEL_AXIS = {Op.CONV_2D: 0, Op.DEPTHWISE_CONV_2D: 3}
+_CHANNEL_AXIS = {Op.CONV_2D: 0, Op.DEPTHWISE_CONV_2D: 3, Op.TRANSPOSE_CONV_2D: 0}
 _INT16_MAX = 32767
 #: Operations whose output TFLite copies from the input's bytes (or compares them).
 _SAME_QUANT = frozenset({Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.RELU, Op.RELU1, Op.RELU6,
                          Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE,
                          Op.RESIZE_NEAREST_NEIGHBOR, Op.SLICE, Op.STRIDED_SLICE, Op.GATHER,
-                         Op.MEAN, Op.PAD, Op.PAD_V2, Op.MIRROR_PAD, Op.TILE})
+                         Op.MEAN, Op.PAD, Op.PAD_V2, Op.MIRROR_PAD, Op.TILE,
+                         Op.REDUCE_MAX})
 
 
 def _quant(operand: Operand) -> tuple[OperandType, float, int]:
@@ -157,6 +161,7 @@ def _dequantize(model: Model, ctx: OperationContext) -> str | None:
 _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
     Op.DEQUANTIZE: _dequantize, Op.MUL: _mul,
     Op.CONV_2D: _weights, Op.DEPTHWISE_CONV_2D: _weights, Op.FULLY_CONNECTED: _weights,
+    Op.TRANSPOSE_CONV_2D: _weights,
     Op.CONCATENATION: _concatenation, Op.MAXIMUM: _same_everywhere,
     Op.MINIMUM: _same_everywhere,
 }

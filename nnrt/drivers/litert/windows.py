@@ -98,16 +98,23 @@ def write_window(writer: Writer, ctx: OperationContext) -> None:
         lowest = op.type == Op.MAX_POOL_2D and not rectified(writer.model, op.inputs[0])
         source = _pad(writer, ctx.index, source, dims, window.pads, lowest)
     inputs = [source]
-    target = writer.output(output, window.nchw)
     if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
         inputs += _weights(writer, ctx)
-        if unsigned_per_channel(writer, ctx):  # computed in int8, converted both ways
-            inputs[0] = converted(writer, source, signed_twin(writer, source))
-            result, target = target, signed_twin(writer, target)
-            writer.operator(_BUILTINS[op.type], inputs, [target], options_type, options)
-            converted(writer, target, result)
-            return
-    writer.operator(_BUILTINS[op.type], inputs, [target], options_type, options)
+    _operator(writer, ctx, _BUILTINS[op.type], inputs, 0, writer.output(output, window.nchw),
+              options_type, options)
+
+
+def _operator(writer: Writer, ctx: OperationContext, builtin: int, inputs: list[int], data: int,
+              target: int, options_type: int, options: Any) -> None:
+    """The operator computing ``target`` from ``inputs`` (``inputs[data]`` the data): a uint8
+    convolution with a per-channel filter computed in int8, converted both ways."""
+    if not unsigned_per_channel(writer, ctx):
+        writer.operator(builtin, inputs, [target], options_type, options)
+        return
+    inputs[data] = converted(writer, inputs[data], signed_twin(writer, inputs[data]))
+    signed = signed_twin(writer, target)
+    writer.operator(builtin, inputs, [signed], options_type, options)
+    converted(writer, signed, target)
 
 
 def _weights(writer: Writer, ctx: OperationContext) -> list[int]:
@@ -157,9 +164,9 @@ def write_transpose_conv(writer: Writer, ctx: OperationContext) -> None:
                             np.asarray(window.output_nhwc, np.int32))
     source, _ = _source(writer, ctx.operation.inputs[0], window.nchw)
     filt, bias = _weights(writer, ctx)
-    writer.operator(fb.BuiltinOperator.TRANSPOSE_CONV, [shape, filt, source, bias],
-                    [writer.output(output, window.nchw)],
-                    fb.BuiltinOptions.TransposeConvOptions, options)
+    _operator(writer, ctx, fb.BuiltinOperator.TRANSPOSE_CONV, [shape, filt, source, bias], 2,
+              writer.output(output, window.nchw), fb.BuiltinOptions.TransposeConvOptions,
+              options)
 
 
 def write_resize_nearest(writer: Writer, ctx: OperationContext) -> None:
