@@ -137,8 +137,8 @@ def symmetric_filter(operand: Operand, value: Array) -> Array | None:
 
 def quantized_weights(writer: Writer, ctx: OperationContext) -> list[int]:
     """The filter and bias tensors of a quantised CONV_2D, DEPTHWISE_CONV_2D,
-    TRANSPOSE_CONV_2D or FULLY_CONNECTED (inputs 1 and 2): an int8 filter made symmetric where its zero point is
-    not 0, the int32 bias with the accumulators' scales TFLite reads."""
+    TRANSPOSE_CONV_2D or FULLY_CONNECTED (inputs 1 and 2): an int8 filter made symmetric where
+    its zero point is not 0, the int32 bias with the accumulators' scales TFLite reads."""
     op, model = ctx.operation, writer.model
     source, weights = model.operands[op.inputs[0]], model.operands[op.inputs[1]]
     filt = writer.tensor(op.inputs[1])

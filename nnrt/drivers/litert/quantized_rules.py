@@ -1,22 +1,31 @@
 """Which quantised operations the litert plugin takes: where TFLite's int8 / uint8 kernels compute
-what NNAPI specifies, and why it refuses the others.
+what NNAPI specifies (within NNAPI's one step), and why it refuses the others.
 
 NNAPI's quantised arithmetic is TFLite's (NNAPI was designed as TFLite's backend: the same
 quantised multipliers, rounding and activation ranges), so most quantised operations map one to
-one. What is left are the places where a TFLite kernel takes less than NNAPI allows:
+one (:data:`QUANTIZED_OPS`, TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED). Each was run
+on LiteRT, on XNNPACK and on TFLite's builtin kernels, against the reference interpreter: the
+same integers, or one step off where TFLite rounds otherwise (XNNPACK requantizes products in
+float; the 8-bit LOGISTIC is a table of float results; MEAN rounds where NNAPI truncates;
+QUANTIZE rounds halfway points to even). What is left are the places where a TFLite kernel
+takes less than NNAPI allows, each refused with its reason:
 
 * int8 filters must be symmetric (TFLite's int8 convolutions and products never read a filter's
   zero point): a TENSOR_QUANT8_ASYMM_SIGNED filter with another zero point is taken when it is
   a constant whose values minus the zero point fit [-127, 127] (:mod:`.quantized` writes that);
 * TFLite's uint8 convolutions take one filter scale: a TENSOR_QUANT8_ASYMM input with a
-  TENSOR_QUANT8_SYMM_PER_CHANNEL filter is computed in int8, converted each way
-  (:mod:`.quantized`);
+  TENSOR_QUANT8_SYMM_PER_CHANNEL filter is computed in int8 (:mod:`.quantized`);
+* TFLite's builtin MUL holds the rescaled product plus the zero point in 16 bits: a MUL whose
+  product could pass that is refused (:func:`_mul`);
 * data-moving operations copy bytes: their output must keep the input's scale and zero point
   (NNAPI requires it of most; CONCATENATION of int8 inputs with other scales is refused, as
-  TFLite's int8 kernel does not rescale);
-* MAXIMUM / MINIMUM compare the stored integers: every tensor must share one quantisation.
+  TFLite's int8 kernel does not rescale; its uint8 kernel rescales as NNAPI does);
+* MAXIMUM / MINIMUM compare the stored integers: every tensor must share one quantisation;
+* a DEQUANTIZE of a constant (XNNPACK takes it for weights to unpack, and fails).
 
-The rule for an operation names the first of these it breaks.
+Other quantised operations (the comparisons, SELECT, ARGMAX, L2_NORMALIZATION, HARD_SWISH,
+PRELU, RESIZE_BILINEAR, the QUANT16 and QUANT8_SYMM types, ...) are not written: "quantised X has
+no TFLite int8 / uint8 form here". The rule for an operation names the first rule it breaks.
 """
 
 from __future__ import annotations
@@ -93,8 +102,9 @@ def _weights(model: Model, ctx: OperationContext) -> str | None:
     name = operation_name(kind)
     weights = ctx.operand(1)
     if weights.channel_quant is not None:
-        if weights.channel_quant.channel_dim != _CHANNEL_AXIS[kind]:
-            return f"{name} with a per-channel filter along axis {weights.channel_quant.channel_dim}"
+        axis = weights.channel_quant.channel_dim
+        if axis != _CHANNEL_AXIS[kind]:
+            return f"{name} with a per-channel filter along axis {axis}"
         return None
     if weights.type == T.TENSOR_QUANT8_ASYMM_SIGNED and weights.zero_point != 0:
         value = ctx.constant(1)
@@ -126,8 +136,8 @@ def _mul(model: Model, ctx: OperationContext) -> str | None:
     """MUL is taken where TFLite's builtin kernel cannot wrap: it holds the rescaled product
     plus the output zero point in 16 bits (saturating the product, wrapping the sum), so a
     product of more than ``32767 - |zero point|`` output steps came out as the opposite end of
-    the range (a uint8 product of 32568 steps with zero point 200 gave 0, not 255; XNNPACK's kernel is right, but a node
-    XNNPACK declines runs on the builtin one)."""
+    the range (a uint8 product of 32568 steps with zero point 200 gave 0, not 255; XNNPACK's
+    kernel is right, but a node XNNPACK declines runs on the builtin one)."""
     out = ctx.output_operand(0)
     steps = float(np.float32(ctx.operand(0).scale)) * float(np.float32(ctx.operand(1).scale)) / (
         float(np.float32(out.scale)))

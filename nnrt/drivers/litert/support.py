@@ -3,12 +3,12 @@
 An operation is selected when a TFLite builtin computes exactly what NNAPI specifies for it:
 its tensors are of static shape and rank 1 to 6 (every selected builtin was run by LiteRT at
 ranks 5 and 6 against the reference: the element-wise, data-moving, reduction, SOFTMAX and
-BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules), of a type TFLite has for
-that builtin (TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic,
-MAXIMUM / MINIMUM, comparisons, SELECT, CAST, FILL and the data-moving operations;
-TENSOR_BOOL8 for EQUAL, NOT_EQUAL and SELECT), every parameter is a constant (STRIDED_SLICE's
-begin, end and strides and FILL's dims included), and the parameters have a TFLite
-equivalent:
+BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules; PAD and PAD_V2 rank 5 at
+most, TFLite's limit), of a type TFLite has for that builtin (TENSOR_FLOAT32 and
+TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic, MAXIMUM / MINIMUM, comparisons,
+SELECT, CAST, FILL and the data-moving operations; TENSOR_BOOL8 for EQUAL, NOT_EQUAL and
+SELECT; the quantised types below), every parameter is a constant (STRIDED_SLICE's begin, end
+and strides and FILL's dims included), and the parameters have a TFLite equivalent:
 
 * TENSOR_FLOAT16 is computed in float32, which NNAPI allows (float16 operations may be
   computed at float16 precision or better): constants converted once at compile time, inputs
@@ -38,6 +38,16 @@ equivalent:
   maps NaN to 0, overflows early and is not accurate to NNAPI's float32 tolerance;
 * UNIDIRECTIONAL_SEQUENCE_LSTM with a tanh, relu or relu6 activation (TFLite's kernel treats
   "none" and sigmoid otherwise).
+
+Quantised operations (TENSOR_QUANT8_ASYMM as TFLite's UINT8, TENSOR_QUANT8_ASYMM_SIGNED as
+INT8, TENSOR_QUANT8_SYMM_PER_CHANNEL filters, int32 biases with their scales): CONV_2D,
+DEPTHWISE_CONV_2D, TRANSPOSE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL (int8), ADD, SUB, MUL,
+AVERAGE_POOL_2D, MAX_POOL_2D, RELU, RELU1, RELU6, LOGISTIC, TANH, SOFTMAX, MEAN, REDUCE_MAX,
+QUANTIZE, DEQUANTIZE, MAXIMUM, MINIMUM and the data-moving operations (RESHAPE, SQUEEZE,
+EXPAND_DIMS, TRANSPOSE, CONCATENATION, SLICE, STRIDED_SLICE, GATHER, PAD, PAD_V2, MIRROR_PAD,
+TILE, RESIZE_NEAREST_NEIGHBOR), where TFLite's int8 / uint8 kernels compute NNAPI's arithmetic
+within NNAPI's one step; the rules and the refusals are in :mod:`.quantized_rules`, the tensors
+in :mod:`.quantized`.
 
 NCHW operations (the layout flag) are taken too: the compiler computes whole NCHW regions in
 NHWC (:mod:`.flatbuffer`). The reason for a rejection names the first rule the operation

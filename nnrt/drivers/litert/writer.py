@@ -3,7 +3,9 @@ layout each tensor is held in.
 
 A tensor per operand, created on first use (constants carry their bytes in the model's
 buffers), of the TFLite type of the operand's (:data:`TENSOR_TYPES`; TENSOR_FLOAT16 is held in
-float32, its constants converted here). TFLite computes in NHWC; NNAPI operations with the
+float32, its constants converted here; quantised tensors carry their scales and zero points,
+and a partition with a uint8 convolution on a per-channel filter holds its uint8 tensors as
+int8, :mod:`.quantized`). TFLite computes in NHWC; NNAPI operations with the
 NCHW layout flag (and ONNX-imported models) are NCHW. The writer keeps, per rank-4 operand of
 an NCHW region, the tensor holding it in NHWC order
 (:meth:`Writer.nhwc_tensor`, :meth:`Writer.nhwc_output`) besides the tensor in NNAPI's order
@@ -31,17 +33,17 @@ from nnrt.drivers.litert.folding import (
     fuse_activations,
 )
 from nnrt.drivers.litert.onehot import OneHot, one_hot_patterns
-from nnrt.drivers.litert.quantized import (
-    QUANT8,
-    as_signed,
-    operand_parameters,
-    signed_partition,
-)
 from nnrt.drivers.litert.patterns import (
     Chain,
     gelu_patterns,
     hard_swish_patterns,
     softmax_patterns,
+)
+from nnrt.drivers.litert.quantized import (
+    QUANT8,
+    as_signed,
+    operand_parameters,
+    signed_partition,
 )
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType

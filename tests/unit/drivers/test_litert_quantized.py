@@ -466,3 +466,118 @@ def test_quantisation_parameters_are_checked_before_litert_sees_them(edit: Any,
                                                                      message: str) -> None:
     with pytest.raises(nnrt.BadData, match=message):
         LitertDispatch().load(_quantized_bytecode(edit), "main")
+
+
+# -- against the reference interpreter ----------------------------------------------------------
+
+def _activation_model(kind: Op, type_: T, scale: float, zero: int) -> tuple[Model, list[Array]]:
+    """LOGISTIC / TANH of every value of ``type_``; SOFTMAX of random rows."""
+    low, high = QUANT_RANGES[type_]
+    dtype = np.uint8 if low == 0 else np.int8
+    fixed = {Op.LOGISTIC: (1 / 256, low), Op.TANH: (1 / 128, (low + high + 1) // 2),
+             Op.SOFTMAX: (1 / 256, low)}[kind]
+    b = _Builder()
+    if kind == Op.SOFTMAX:
+        x = _values(type_, (16, 33))
+        inputs = [b.input(type_, x, scale, zero), b.constant(T.FLOAT32, np.float32(scale * 20))]
+    else:
+        x = np.arange(low, high + 1).astype(dtype).reshape(4, 64)
+        inputs = [b.input(type_, x, scale, zero)]
+    return b.finish(kind, inputs, type_, x.shape, *fixed), b.feed
+
+
+def _mean_model(type_: T, axes: list[int], keep: int) -> tuple[Model, list[Array]]:
+    x = _values(type_, (2, 7, 9, 16))
+    scale, zero = 0.1 + RNG.random(), _zero(type_)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keep else tuple(
+        d for i, d in enumerate(x.shape) if i not in axes)
+    b = _Builder()
+    inputs = [b.input(type_, x, scale, zero), b.constant(T.TENSOR_INT32, np.int32(axes)),
+              *b.ints(keep)]
+    return b.finish(Op.MEAN, inputs, type_, shape, scale, zero), b.feed
+
+
+def _quantize_model(type_: T) -> tuple[Model, list[Array]]:
+    """Random floats and every halfway point between two steps."""
+    scale, zero = 0.05 + RNG.random(), _zero(type_)
+    ties = ((np.arange(-300, 300) + 0.5) * np.float32(scale)).astype(np.float32)
+    x = np.concatenate([(RNG.standard_normal(2000) * 30).astype(np.float32), ties])
+    b = _Builder()
+    return b.finish(Op.QUANTIZE, [b.input(T.TENSOR_FLOAT32, x)], type_, x.shape, scale,
+                    zero), b.feed
+
+
+def _concatenation_model(type_: T) -> tuple[Model, list[Array]]:
+    """uint8 inputs of other scales and zero points than the output's: rescaled."""
+    x1, x2 = _values(type_, (2, 3, 4, 5)), _values(type_, (2, 3, 4, 7))
+    b = _Builder()
+    inputs = [b.input(type_, x1, 0.1 + RNG.random(), _zero(type_)),
+              b.input(type_, x2, 0.1 + RNG.random(), _zero(type_)), *b.ints(3)]
+    return b.finish(Op.CONCATENATION, inputs, type_, (2, 3, 4, 12), 0.1 + RNG.random(),
+                    _zero(type_)), b.feed
+
+
+def _batch_matmul_model(rhs_zero: int) -> tuple[Model, list[Array]]:
+    """[3, 5, 9] x [3, 9, 4], the second operand transposed (``adj_y``)."""
+    lhs, rhs = _values(S8, (3, 5, 9)), _values(S8, (3, 4, 9))
+    b = _Builder()
+    inputs = [b.input(S8, lhs, 0.5 + RNG.random(), _zero(S8)),
+              b.input(S8, rhs, 0.5 + RNG.random(), rhs_zero),
+              b.constant(T.BOOL, np.bool_(False)), b.constant(T.BOOL, np.bool_(True))]
+    return b.finish(Op.BATCH_MATMUL, inputs, S8, (3, 5, 4), 20 + RNG.random() * 20,
+                    _zero(S8)), b.feed
+
+
+def _transpose_conv_model(type_: T, filter_type: T) -> tuple[Model, list[Array]]:
+    """A 3x3 stride-2 transposed convolution, SAME padding, RELU."""
+    x = _values(type_, (2, 5, 6, 4))
+    per_channel = filter_type == PER_CHANNEL
+    scales = tuple(0.01 + RNG.random(3) * 0.02) if per_channel else (0.02,)
+    w = RNG.integers(-127, 128, (3, 3, 3, 4)).astype(np.int8) if filter_type != U8 else (
+        _values(U8, (3, 3, 3, 4)))
+    x_scale = 0.1
+    b = _Builder()
+    inputs = [b.input(type_, x, x_scale, _zero(type_)),
+              b.constant(filter_type, w, 0.0 if per_channel else scales[0],
+                         _zero(filter_type) if filter_type == U8 else 0,
+                         (0, scales) if per_channel else None),
+              b.constant(T.TENSOR_INT32, RNG.integers(-500, 500, 3).astype(np.int32),
+                         0.0 if per_channel else x_scale * scales[0]),
+              b.constant(T.TENSOR_INT32, np.int32([2, 10, 12, 3])), *b.ints(1, 2, 2, 1),
+              b.constant(T.BOOL, np.bool_(False))]
+    return b.finish(Op.TRANSPOSE_CONV_2D, inputs, type_, (2, 10, 12, 3), 0.5,
+                    _zero(type_)), b.feed
+
+
+#: (name, model maker, the largest difference from the reference in steps, why).
+_AGAINST_REFERENCE = [
+    *((f"{kind.name} {t.name}", lambda kind=kind, t=t: _activation_model(
+        kind, t, float(RNG.choice([0.004, 0.03, 0.1, 0.7])), _zero(t)), steps)
+      for kind, steps in ((Op.LOGISTIC, 1), (Op.TANH, 0), (Op.SOFTMAX, 0)) for t in (U8, S8)),
+    *((f"MEAN {t.name} {axes} {keep}", lambda t=t, axes=axes, keep=keep: _mean_model(
+        t, axes, keep), 1) for t in (U8, S8) for axes, keep in (([1, 2], 1), ([3], 0))),
+    *((f"QUANTIZE {t.name}", lambda t=t: _quantize_model(t), 1) for t in (U8, S8)),
+    ("CONCATENATION uint8 rescaled", lambda: _concatenation_model(U8), 0),
+    *((f"BATCH_MATMUL int8 rhs zero {zero}", lambda zero=zero: _batch_matmul_model(zero), 1)
+      for zero in (0, 5)),
+    *((f"TRANSPOSE_CONV_2D {t.name} {f.name}", lambda t=t, f=f: _transpose_conv_model(t, f), 1)
+      for t, f in ((U8, U8), (S8, S8), (S8, PER_CHANNEL), (U8, PER_CHANNEL))),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(("name", "make", "steps"), _AGAINST_REFERENCE,
+                         ids=[case[0] for case in _AGAINST_REFERENCE])
+def test_quantised_operations_against_the_reference(name: str, make: Any, steps: int,
+                                                    path: str) -> None:
+    """Where TFLite computes NNAPI's fixed point, the same integers (TANH, SOFTMAX, a rescaling
+    CONCATENATION, the builtin BATCH_MATMUL); one step off where it rounds otherwise: its 8-bit
+    LOGISTIC is a table of float results (3 of the 256 inputs of a scale land a step off),
+    MEAN rounds the average where NNAPI truncates it, QUANTIZE multiplies by ``1 / scale`` and
+    rounds halfway points to even where NNAPI divides and rounds them away from zero, and
+    XNNPACK requantizes products in float."""
+    model, feed = make()
+    want = nnrt.reference.run(model, feed)[0].astype(np.int64)
+    got = _run(model, feed, path).astype(np.int64)
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= steps, name
