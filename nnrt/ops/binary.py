@@ -66,7 +66,7 @@ _KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32,
                            T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED})
 _DIV_KERNEL_TYPES = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32})
 #: ADD and SUB shift their quantised inputs left by this many bits before rescaling them.
-_ADD_LEFT_SHIFT = 20
+ADD_LEFT_SHIFT = 20
 
 Array = np.ndarray[Any, Any]
 
@@ -149,12 +149,32 @@ def _scales(ctx: OperationContext) -> tuple[np.float32, np.float32, np.float32]:
             np.float32(ctx.output_operand(0).scale))
 
 
-def _multiplier_below_one(ctx: ExecutionContext, real: float, what: str) -> tuple[int, int]:
+def _below_one(real: float, what: str) -> tuple[int, int]:
     """NNAPI's ``QuantizeMultiplierSmallerThanOneExp``: the kernel fails unless 0 < real < 1."""
     if not 0.0 < real < 1.0:
-        ctx.fail(f"the {what} multiplier {real:g} is not in (0, 1): NNAPI's quantised kernel "
-                 "cannot represent it (output scale too small for the input scales)", output=0)
+        raise ValueError(f"the {what} multiplier {real:g} is not in (0, 1): NNAPI's quantised "
+                         "kernel cannot represent it (output scale too small for the input "
+                         "scales)")
     return quantize_multiplier(real)
+
+
+def quant8_multipliers(op_type: OperationType, s1: float, s2: float,
+                       so: float) -> list[tuple[int, int]]:
+    """The quantised multipliers and shifts of a quant8 ADD / SUB (input 1, input 2, output;
+    SUB's input 2 negated) or MUL (output only), computed from the float32 scales as NNAPI's
+    ``addQuant8`` / ``subQuant8`` / ``mulQuant8`` do; ``ValueError`` when one is not in (0, 1).
+    """
+    f1, f2, fo = np.float32(s1), np.float32(s2), np.float32(so)
+    if op_type == OperationType.MUL:
+        product_scale = f1 * f2  # float32, as in C
+        return [_below_one(float(product_scale) / float(fo), "output")]
+    twice_max = np.float32(2) * max(f1, f2)
+    m1 = _below_one(float(f1) / float(twice_max), "input 1")
+    m2 = _below_one(float(f2) / float(twice_max), "input 2")
+    if op_type == OperationType.SUB:
+        m2 = (-m2[0], m2[1])  # subQuant8 runs the ADD kernel with input 2's multiplier negated
+    real_out = float(twice_max) / float(np.float32(1 << ADD_LEFT_SHIFT) * fo)
+    return [m1, m2, _below_one(real_out, "output")]
 
 
 def _execute_quant8(ctx: ExecutionContext, a: Array, b: Array, activation: int) -> Array:
@@ -162,23 +182,20 @@ def _execute_quant8(ctx: ExecutionContext, a: Array, b: Array, activation: int) 
     t = ctx.input_type(INPUT1)
     zp1, zp2 = ctx.operand(INPUT1).zero_point, ctx.operand(INPUT2).zero_point
     out = ctx.output_operand(0)
-    s1, s2, so = _scales(ctx)
+    try:
+        multipliers = quant8_multipliers(ctx.op_type, ctx.operand(INPUT1).scale,
+                                         ctx.operand(INPUT2).scale, out.scale)
+    except ValueError as exc:
+        ctx.fail(str(exc), output=0)
+        raise
     x1 = a.astype(np.int64) - zp1
     x2 = b.astype(np.int64) - zp2
     if ctx.op_type == OperationType.MUL:
-        product_scale = s1 * s2  # float32, as in C
-        m, shift = _multiplier_below_one(ctx, float(product_scale) / float(so), "output")
-        raw = multiply_by_quantized_multiplier(x1 * x2, m, shift)
+        raw = multiply_by_quantized_multiplier(x1 * x2, *multipliers[0])
     else:
-        twice_max = np.float32(2) * max(s1, s2)
-        m1, shift1 = _multiplier_below_one(ctx, float(s1) / float(twice_max), "input 1")
-        m2, shift2 = _multiplier_below_one(ctx, float(s2) / float(twice_max), "input 2")
-        if ctx.op_type == OperationType.SUB:
-            m2 = -m2  # subQuant8 runs the ADD kernel with input 2's multiplier negated
-        real_out = float(twice_max) / float(np.float32(1 << _ADD_LEFT_SHIFT) * so)
-        mo, shift_o = _multiplier_below_one(ctx, real_out, "output")
-        total = (multiply_by_quantized_multiplier(x1 << _ADD_LEFT_SHIFT, m1, shift1)
-                 + multiply_by_quantized_multiplier(x2 << _ADD_LEFT_SHIFT, m2, shift2))
+        (m1, shift1), (m2, shift2), (mo, shift_o) = multipliers
+        total = (multiply_by_quantized_multiplier(x1 << ADD_LEFT_SHIFT, m1, shift1)
+                 + multiply_by_quantized_multiplier(x2 << ADD_LEFT_SHIFT, m2, shift2))
         raw = multiply_by_quantized_multiplier(total, mo, shift_o)
     low, high = activation_range(activation, out.scale, out.zero_point, t)
     return saturate(raw + out.zero_point, t, low, high)

@@ -23,6 +23,7 @@ Inputs 0 and 1 are the operands whose scales multiply in every one of these oper
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from nnrt.ops.quant import (
     saturate,
 )
 
-__all__ = ["centred", "output_multipliers", "output_stage"]
+__all__ = ["centred", "channel_multipliers", "output_multipliers", "output_stage"]
 
 Array = np.ndarray[Any, Any]
 
@@ -62,16 +63,29 @@ def output_multipliers(ctx: ExecutionContext, channels: int) -> tuple[Array, Arr
     if len(scales) != channels:
         ctx.fail(f"{len(scales)} per-channel scales for {channels} output channels",
                  input=_RHS)
-    input_scale = np.float32(ctx.operand(_LHS).scale)
-    output_scale = float(np.float32(ctx.output_operand(0).scale))
-    multipliers = np.empty(channels, np.int64)
-    shifts = np.empty(channels, np.int64)
+    try:
+        return channel_multipliers(ctx.operand(_LHS).scale, scales,
+                                   ctx.output_operand(0).scale)
+    except ValueError as exc:
+        ctx.fail(str(exc), input=_RHS)
+        raise  # ctx.fail raises
+
+
+def channel_multipliers(input_scale: float, filter_scales: Sequence[float],
+                        output_scale: float) -> tuple[Array, Array]:
+    """The quantised multipliers and shifts of ``input_scale * filter_scale / output_scale``
+    for each filter scale, computed as NNAPI does (the scale product in float32, the quotient
+    in double); ``ValueError`` when one is not a positive finite number."""
+    x_scale = np.float32(input_scale)
+    y_scale = float(np.float32(output_scale))
+    multipliers = np.empty(len(filter_scales), np.int64)
+    shifts = np.empty(len(filter_scales), np.int64)
     with np.errstate(over="ignore"):
-        for c, scale in enumerate(scales):
-            real = float(input_scale * np.float32(scale)) / output_scale
+        for c, scale in enumerate(filter_scales):
+            real = float(x_scale * np.float32(scale)) / y_scale
             if not math.isfinite(real) or real <= 0:
-                ctx.fail(f"the rescaling factor input_scale * filter_scale / output_scale = "
-                         f"{real} is not a positive finite number", input=_RHS)
+                raise ValueError(f"the rescaling factor input_scale * filter_scale / "
+                                 f"output_scale = {real} is not a positive finite number")
             multipliers[c], shifts[c] = quantize_multiplier(real)
     return multipliers, shifts
 

@@ -106,14 +106,26 @@ _SUM_INTEGER_BITS = 12
 def _softmax_quant8(ctx: ExecutionContext) -> Array:
     """NNAPI's ``softmaxQuant8`` (see the module docstring)."""
     src, out = ctx.operand(INPUT), ctx.output_operand(0)
-    q = ctx.tensor(INPUT).astype(np.int64)
-    axis = optional_axis(ctx, AXIS, q.ndim)
-    beta = float(np.float32(ctx.scalar(BETA)))
-    real = min(beta * float(np.float32(src.scale)) * float(1 << (31 - _DIFF_INTEGER_BITS)),
+    q = ctx.tensor(INPUT)
+    try:
+        return softmax_quant8(q, optional_axis(ctx, AXIS, q.ndim), float(ctx.scalar(BETA)),
+                              src.scale, out.zero_point, out.type)
+    except ValueError as exc:
+        ctx.fail(str(exc), input=BETA)
+        raise
+
+
+def softmax_quant8(q: Array, axis: int, beta: float, input_scale: float, output_zero_point: int,
+                   output_type: OperandType) -> Array:
+    """NNAPI's ``softmaxQuant8`` of the stored integers ``q`` along ``axis``; ``ValueError``
+    when ``beta * input_scale`` is too small for its fixed-point arithmetic."""
+    q = q.astype(np.int64)
+    beta = float(np.float32(beta))
+    real = min(beta * float(np.float32(input_scale)) * float(1 << (31 - _DIFF_INTEGER_BITS)),
                float(INT32_MAX))
     if not real > 1.0:
-        ctx.fail(f"beta * input scale = {real / 2**26:g} is too small for NNAPI's quantised "
-                 "kernel (it must exceed 2**-26)", input=BETA)
+        raise ValueError(f"beta * input scale = {real / 2**26:g} is too small for NNAPI's "
+                         "quantised kernel (it must exceed 2**-26)")
     multiplier, shift = quantize_multiplier(real)
     diff_min = -fixed_point.input_radius(_DIFF_INTEGER_BITS, shift)
     diff = q - np.max(q, axis=axis, keepdims=True)
@@ -128,8 +140,8 @@ def _softmax_quant8(ctx: ExecutionContext) -> Array:
     reciprocal = fixed_point.one_over_one_plus_x(shifted_minus_one)
     y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(reciprocal, exps),
                                bits_over_unit + 31 - 8)
-    y = np.where(valid, y + out.zero_point, out.zero_point)
-    return saturate(y, out.type)
+    y = np.where(valid, y + output_zero_point, output_zero_point)
+    return saturate(y, output_type)
 
 
 @register(OperationType.SOFTMAX, inputs=("input", "beta", "axis"),

@@ -8,7 +8,7 @@ would compute at execution.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,11 +23,14 @@ __all__ = ["evaluate_operation"]
 Array = np.ndarray[Any, Any]
 
 
-def evaluate_operation(model: Model, index: int, values: Mapping[int, Array]) -> list[Array] | None:
+def evaluate_operation(model: Model, index: int, values: Mapping[int, Array], *,
+                       output_dims: Sequence[tuple[int, ...]] | None = None
+                       ) -> list[Array] | None:
     """The outputs of operation ``index`` of ``model`` (finished), run alone on the reference
     kernels with its inputs from ``values`` (by operand index) or the model's constants, as
     read-only C-contiguous arrays (constants to be); None if that fails (the operation then
-    runs, and reports, at execution)."""
+    runs, and reports, at execution). ``output_dims`` declares the outputs' dims (default: the
+    model's inferred dims), for inputs of other shapes than the model's."""
     op = model.operations[index]
     operands, inferred = model.operands, model.inferred_dims
     single = Model()
@@ -39,8 +42,10 @@ def evaluate_operation(model: Model, index: int, values: Mapping[int, Array]) ->
         i = single.add_operand(source.type, dims, source.scale, source.zero_point)
         single.set_operand_value(i, value)
         inputs.append(i)
-    outputs = [single.add_operand(operands[k].type, inferred[k], operands[k].scale,
-                                  operands[k].zero_point) for k in op.outputs]
+    dims = output_dims if output_dims is not None else [inferred[k] for k in op.outputs]
+    outputs = [single.add_operand(operands[k].type, d, operands[k].scale,
+                                  operands[k].zero_point)
+               for k, d in zip(op.outputs, dims, strict=True)]
     try:
         single.add_operation(op.type, inputs, outputs)
         single.identify_inputs_and_outputs([], outputs)

@@ -12,17 +12,14 @@ from nnrt.ops._framework.registry import definitions
 from nnrt.testing import expand
 from nnrt.testing.cases import all_cases
 
-SCOPE = """
-ADD SUB MUL DIV MAXIMUM MINIMUM POW ABS EXP LOG SQRT RSQRT NEG SIN FLOOR RELU RELU1 RELU6 LOGISTIC
-TANH ELU HARD_SWISH PRELU SOFTMAX LOG_SOFTMAX FULLY_CONNECTED BATCH_MATMUL CONV_2D DEPTHWISE_CONV_2D
-GROUPED_CONV_2D TRANSPOSE_CONV_2D AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D L2_NORMALIZATION
-LOCAL_RESPONSE_NORMALIZATION INSTANCE_NORMALIZATION RESHAPE SQUEEZE EXPAND_DIMS TRANSPOSE
-CONCATENATION SPLIT PACK PAD PAD_V2 MIRROR_PAD MEAN REDUCE_SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD
-REDUCE_ANY REDUCE_ALL ARGMAX ARGMIN GATHER SLICE STRIDED_SLICE TILE CAST EQUAL NOT_EQUAL GREATER
-GREATER_EQUAL LESS LESS_EQUAL LOGICAL_AND LOGICAL_OR LOGICAL_NOT SELECT RESIZE_BILINEAR
-RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH BATCH_TO_SPACE_ND SPACE_TO_BATCH_ND
-CHANNEL_SHUFFLE QUANTIZE DEQUANTIZE FILL RANK REVERSE TOPK_V2 EMBEDDING_LOOKUP
-""".split()
+#: Operations with a reference kernel but no conformance cases, and why.
+EXEMPT = {
+    Op.RANDOM_MULTINOMIAL: "random samples: the kit compares values, tests/unit/ops checks the "
+                           "distribution",
+}
+#: Fewer cases than the usual minimum of 3, where NNAPI publishes fewer examples.
+MIN_CASES = {Op.QUANTIZED_16BIT_LSTM: 2}  # V1_2 quantized_lstm.mod.py has two examples
+SCOPE = sorted(op.name for op in definitions() if op not in EXEMPT)
 
 _CASES = all_cases()
 _COVERED: dict[Op, set[T]] = defaultdict(set)
@@ -38,8 +35,12 @@ for _case in _CASES:
             _COVERED[_case.op].add(_variant.inputs[slot].type)
 
 
-def test_scope_has_85_operations() -> None:
-    assert len(SCOPE) == len(set(SCOPE)) == 85
+def test_scope_is_every_operation_with_a_kernel() -> None:
+    nnapi = [op for op in Op if not op.name.startswith("NNRT_")]
+    # every NNAPI operation has a reference kernel now, and all but EXEMPT have cases
+    assert all(op in definitions() for op in nnapi), [op.name for op in nnapi
+                                                      if op not in definitions()]
+    assert len(SCOPE) == len(definitions()) - len(EXEMPT) >= 100
 
 
 @pytest.mark.parametrize("name", SCOPE)
@@ -47,6 +48,7 @@ def test_operation_is_implemented_and_covered(name: str) -> None:
     op = Op[name]
     definition = definitions().get(op)
     assert definition is not None, f"{name} has no reference kernel"
-    assert _COUNT[op] >= 3, f"{name} has only {_COUNT[op]} conformance cases"
+    least = MIN_CASES.get(op, 3)
+    assert _COUNT[op] >= least, f"{name} has only {_COUNT[op]} conformance cases"
     missing = definition.kernel_types - _COVERED[op]
     assert not missing, f"{name}: no conformance case for {sorted(t.name for t in missing)}"

@@ -96,7 +96,7 @@ def plan_memory(graph: Graph) -> MemoryPlan:
         count = 1
         for d in graph.values[root].shape:
             count *= d
-        if graph.values[root].dtype == "bool":  # one byte each: a quarter of the elements
+        if graph.values[root].dtype in ("bool", "uint8", "int8"):  # one byte: a quarter
             count = -(-count // 4)
         sizes[root] = _aligned(count)
     order = sorted(ranges, key=lambda r: (-sizes[r], ranges[r][0], r))

@@ -40,7 +40,8 @@ MAX_SCRATCH_ELEMENTS = 1 << 30
 _MAX_NAME = 64
 _MAX_RANK = 8
 _DTYPES = {"float32": np.dtype(np.float32), "int32": np.dtype(np.int32),
-           "bool": np.dtype(np.bool_)}
+           "bool": np.dtype(np.bool_), "float64": np.dtype(np.float64),
+           "int64": np.dtype(np.int64), "uint8": np.dtype(np.uint8), "int8": np.dtype(np.int8)}
 #: Most tuned operations a module may record.
 MAX_CHOICES = 1 << 16
 _KEYS = {"format", "programs", "entry_points", "tensors", "scratch"}

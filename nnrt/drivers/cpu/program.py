@@ -53,7 +53,8 @@ _MAX_STR = 64
 _MAX_RANK = 8
 _ARENA_ITEM = 4  # the arena holds float32 words
 _SLOT_DTYPES = {"float32": np.dtype(np.float32), "int32": np.dtype(np.int32),
-                "bool": np.dtype(np.bool_)}
+                "bool": np.dtype(np.bool_), "uint8": np.dtype(np.uint8),
+                "int8": np.dtype(np.int8)}
 _KEYS = {"frame", "inputs", "outputs", "tensors", "slots", "steps"}
 _U32 = struct.Struct(">I")
 #: Literal argument types (besides tuples, msgpack arrays, of arguments).

@@ -12,13 +12,22 @@ breaks: "operation type TOPK_V2 not accelerated", "TENSOR_FLOAT16 not supported"
 
 from __future__ import annotations
 
-from nnrt.drivers.cpu.lowering import LOWERINGS, static_context
+from nnrt.drivers.cpu.lowering import (
+    LOWERINGS,
+    QUANT_INPUT_TYPES,
+    QUANT_LOWERINGS,
+    static_context,
+)
 from nnrt.drivers.cpu.lowering.nn import conv_geometry
+from nnrt.drivers.cpu.lowering.quant import TABULATED
 from nnrt.errors import NnrtError
 from nnrt.model.model import Model
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import Unknown
+from nnrt.ops._framework.registry import lookup
+from nnrt.ops.binary import quant8_multipliers
+from nnrt.ops.quant import QUANT_RANGES
 
 __all__ = ["ACCELERATED", "unsupported_reason"]
 
@@ -53,6 +62,8 @@ _TYPED: dict[OperationType, tuple[tuple[int, ...], frozenset[OperandType]]] = {
 def unsupported_reason(model: Model, index: int) -> str | None:
     """Why the cpu plugin does not select operation ``index`` of ``model`` (None: it does)."""
     op = model.operations[index]
+    if op.inputs and model.operands[op.inputs[0]].type in QUANT_INPUT_TYPES:
+        return _quant_reason(model, index)
     if op.type not in ACCELERATED:
         return f"operation type {operation_name(op.type)} not accelerated"
     operands = model.operands
@@ -82,6 +93,76 @@ def unsupported_reason(model: Model, index: int) -> str | None:
             return f"output operand {k}: {operands[k].type.name} not supported"
         if not inferred[k] or not all(d > 0 for d in inferred[k]):
             return f"output operand {k} has no static shape (or is empty)"
+    return _variant_reason(model, index)
+
+
+#: Quantised data movement: the float lowering moves the integers; every quantised operand
+#: must share one type, scale and zero point (no requantisation).
+_QUANT_MOVES = frozenset({Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE,
+                          Op.CONCATENATION, Op.SLICE, Op.STRIDED_SLICE, Op.GATHER, Op.TILE,
+                          Op.SPLIT, Op.REVERSE, Op.MIRROR_PAD, Op.DEPTH_TO_SPACE,
+                          Op.SPACE_TO_DEPTH, Op.CHANNEL_SHUFFLE, Op.REDUCE_MAX, Op.REDUCE_MIN})
+#: Quantised operations with a lowering of their own, and where their weights sit.
+_QUANT_WEIGHTS = {Op.CONV_2D: (1, 2), Op.DEPTHWISE_CONV_2D: (1, 2), Op.FULLY_CONNECTED: (1, 2)}
+
+
+def _quant_reason(model: Model, index: int) -> str | None:
+    """Why the cpu plugin does not take quantised operation ``index`` (None: it does)."""
+    op = model.operations[index]
+    operands, inferred = model.operands, model.inferred_dims
+    ctx = static_context(model, index)
+    x = operands[op.inputs[0]]
+    if op.type not in QUANT_LOWERINGS and (op.type not in _QUANT_MOVES
+                                           or op.type not in LOWERINGS):
+        return f"{operation_name(op.type)} of {x.type.name} not accelerated"
+    weights = _QUANT_WEIGHTS.get(op.type, ())
+    for slot, k in enumerate(op.inputs):
+        operand = operands[k]
+        if operand.is_omitted:
+            continue
+        name = ctx.where(input=slot).split(", ", 1)[1]
+        if slot in weights:
+            if not operand.is_constant:
+                return f"{name} is not a constant (quantised weights must be)"
+        elif operand.type in QUANT_INPUT_TYPES or (op.type, slot, operand.type) in _RUNTIME_INT32:
+            dims = inferred[k]
+            if not dims or not all(d > 0 for d in dims):
+                return f"{name} has no static shape"
+        elif operand.type in _PARAMETER_TYPES:
+            if not operand.is_constant:
+                return f"{name} is not a constant (parameters must be)"
+        else:
+            return f"{name}: {operand.type.name} not supported"
+    for k in op.outputs:
+        if not inferred[k] or not all(d > 0 for d in inferred[k]):
+            return f"output operand {k} has no static shape (or is empty)"
+    if op.type in _QUANT_MOVES:
+        quantised = [operands[k] for k in (*op.inputs, *op.outputs)
+                     if operands[k].type in QUANT_INPUT_TYPES]
+        if len({(o.type, o.scale, o.zero_point) for o in quantised}) != 1:
+            return "quantised operands of different quantisation (requantisation not accelerated)"
+        return None
+    if op.type in TABULATED:  # the table is the reference kernel's results
+        definition = lookup(op.type)
+        if definition is None or x.type not in definition.kernel_types:
+            return f"no reference kernel to tabulate {x.type.name} {operation_name(op.type)}"
+    if op.type == Op.DEQUANTIZE:
+        y = operands[op.outputs[0]]
+        return None if y.type == T.TENSOR_FLOAT32 else f"output: {y.type.name} not supported"
+    if any(operands[k].type != x.type for k in op.outputs):
+        return "output type differs from input 0's"
+    if op.type == Op.PAD_V2:
+        low, high = QUANT_RANGES[x.type]
+        if not low <= int(ctx.value(2)) <= high:  # the reference reports it
+            return "pad value out of the quantised type's range"
+    if op.type == Op.SOFTMAX and not x.scale * float(ctx.value(1)) > 2.0**-26:
+        return "beta * input scale too small for NNAPI's quantised kernel"
+    if op.type in (Op.ADD, Op.SUB, Op.MUL):
+        try:  # the reference kernel reports the scales NNAPI's kernel cannot rescale
+            quant8_multipliers(op.type, x.scale, operands[op.inputs[1]].scale,
+                               operands[op.outputs[0]].scale)
+        except ValueError as exc:
+            return str(exc)
     return _variant_reason(model, index)
 
 

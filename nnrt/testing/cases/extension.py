@@ -18,7 +18,7 @@ import numpy as np
 
 from nnrt.model.types import OperandType as T
 from nnrt.model.types import OperationType as Op
-from nnrt.testing.spec import OpCase, b8, f32, f32s, i32, i32s, omitted, out, tensor
+from nnrt.testing.spec import OpCase, b8, f32, f32s, i32, i32s, omitted, out, per_channel, tensor
 
 CASES: list[OpCase] = []
 
@@ -199,4 +199,12 @@ CASES += [
     OpCase("shape_quant8", Op.NNRT_SHAPE,
            (tensor([[1, 2]], T.TENSOR_QUANT8_ASYMM, scale=0.5, zero_point=1),),
            (out(T.TENSOR_INT32, (2,), [1, 2]),)),
+    *(OpCase(f"shape_{t.name.lower()}", Op.NNRT_SHAPE,
+             (tensor(np.zeros((3, 1, 2)), t, scale=0.25, zero_point=zp),),
+             (out(T.TENSOR_INT32, (3,), [3, 1, 2]),))
+      for t, zp in ((T.TENSOR_QUANT8_ASYMM_SIGNED, -3), (T.TENSOR_QUANT8_SYMM, 0),
+                    (T.TENSOR_QUANT16_ASYMM, 7), (T.TENSOR_QUANT16_SYMM, 0))),
+    OpCase("shape_quant8_per_channel", Op.NNRT_SHAPE,
+           (per_channel(np.zeros((2, 3), np.int8), 1, (0.5, 0.25, 1.0)),),
+           (out(T.TENSOR_INT32, (2,), [2, 3]),)),
 ]

@@ -155,7 +155,7 @@ def _packed(**changes: object) -> bytes:
     _packed(scratch={"entry": -1}),
     _packed(scratch={"entry": 1 << 40}),
     _packed(tensors={"c0": ["float32", [3], TENSORS["c0"].tobytes()]}),
-    _packed(tensors={"c0": ["float64", [2], b"\0" * 16]}),
+    _packed(tensors={"c0": ["float16", [2], b"\0" * 4]}),
     _packed(tensors={"c0": ["object", [2], b"\0" * 16]}),
     _packed(tensors={"c0": ["float32", [-2], b""]}),
     _packed(tensors={"c0": ["float32", [2]]}),

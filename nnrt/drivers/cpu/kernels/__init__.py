@@ -12,6 +12,8 @@ The table is assembled here from the family modules, which share the helpers of
 * :mod:`~nnrt.drivers.cpu.kernels.data`: data movement (slices, padding, tiling, gathering);
 * :mod:`~nnrt.drivers.cpu.kernels.lstm`: UNIDIRECTIONAL_SEQUENCE_LSTM;
 * :mod:`~nnrt.drivers.cpu.kernels.typed`: int32 and bool values;
+* :mod:`~nnrt.drivers.cpu.kernels.quant`: quantised convolutions, FULLY_CONNECTED, ADD / SUB /
+  MUL, pooling and table lookups;
 * :mod:`~nnrt.drivers.cpu.kernels.tuned`: the variants the stage-2 autotuner may pick instead of
   a stage-1 kernel (its ``VARIANTS``).
 
@@ -36,6 +38,7 @@ from nnrt.drivers.cpu.kernels.ext import EXT_KERNELS
 from nnrt.drivers.cpu.kernels.lstm import LSTM_KERNELS
 from nnrt.drivers.cpu.kernels.math import MATH_KERNELS
 from nnrt.drivers.cpu.kernels.nn import NN_KERNELS
+from nnrt.drivers.cpu.kernels.quant import QUANT_KERNELS
 from nnrt.drivers.cpu.kernels.tuned import TUNED_KERNELS
 from nnrt.drivers.cpu.kernels.typed import TYPED_KERNELS
 
@@ -50,5 +53,6 @@ KERNELS: dict[str, Callable[..., Any]] = {
     **DATA_KERNELS,
     **LSTM_KERNELS,
     **TYPED_KERNELS,
+    **QUANT_KERNELS,
     **TUNED_KERNELS,
 }

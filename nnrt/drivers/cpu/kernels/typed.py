@@ -22,14 +22,15 @@ __all__ = ["TYPED_KERNELS"]
 
 Array = np.ndarray[Any, Any]
 
-_SLOT_TYPES = {"int32": np.dtype(np.int32), "bool": np.dtype(np.bool_)}
+_SLOT_TYPES = {"int32": np.dtype(np.int32), "bool": np.dtype(np.bool_),
+               "uint8": np.dtype(np.uint8), "int8": np.dtype(np.int8)}
 _ARENA_ITEM = 4
 _INT32_MIN, _INT32_MAX = float(-(2**31)), float(2**31 - 1)
 
 
 def typed_slot(arena: Array, offset: int, shape: tuple[int, ...], dtype: str) -> Array:
-    """The arena's bytes from element ``offset`` viewed as ``dtype`` (int32 or bool) with
-    ``shape``."""
+    """The arena's bytes from element ``offset`` viewed as ``dtype`` (int32, bool, uint8 or
+    int8) with ``shape``."""
     kind = _SLOT_TYPES.get(dtype)
     if kind is None:
         raise ValueError(f"typed_slot: dtype {dtype!r:.40} is not one of {sorted(_SLOT_TYPES)}")

@@ -15,7 +15,11 @@ from the family modules, which build on :mod:`nnrt.drivers.cpu.lowering.base` (t
 * :mod:`~nnrt.drivers.cpu.lowering.data`: data movement (slices, GATHER, padding, TILE);
 * :mod:`~nnrt.drivers.cpu.lowering.lstm`: UNIDIRECTIONAL_SEQUENCE_LSTM;
 * :mod:`~nnrt.drivers.cpu.lowering.typed`: int32 / bool results (comparisons, logic, SELECT,
-  CAST, ARGMAX, ARGMIN).
+  CAST, ARGMAX, ARGMIN);
+* :mod:`~nnrt.drivers.cpu.lowering.quant`: quantised CONV_2D, DEPTHWISE_CONV_2D,
+  FULLY_CONNECTED, ADD, SUB, MUL, pooling and tabulated functions of one quantised input
+  (:data:`QUANT_LOWERINGS`, chosen when input 0 is quantised; quantised data movement uses the
+  float lowerings).
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ from nnrt.drivers.cpu.lowering.ext import EXT_LOWERINGS
 from nnrt.drivers.cpu.lowering.lstm import LSTM_LOWERINGS
 from nnrt.drivers.cpu.lowering.math import MATH_LOWERINGS
 from nnrt.drivers.cpu.lowering.nn import NN_LOWERINGS
+from nnrt.drivers.cpu.lowering.quant import QUANT_LOWERINGS
 from nnrt.drivers.cpu.lowering.typed import TYPED_LOWERINGS
 from nnrt.errors import OpFailed
 from nnrt.model.model import Model
-from nnrt.model.types import OperationType
+from nnrt.model.types import OperandType, OperationType
 
-__all__ = ["LOWERINGS", "Lowerer", "Lowering", "lower", "static_context"]
+__all__ = ["LOWERINGS", "QUANT_INPUT_TYPES", "QUANT_LOWERINGS", "Lowerer", "Lowering", "lower",
+           "static_context"]
 
 Array = np.ndarray[Any, Any]
 
@@ -49,6 +55,11 @@ LOWERINGS: dict[OperationType, Lowering] = {
 }
 
 
+#: Quantised input types the cpu compiler takes (QUANT_LOWERINGS and data movement).
+QUANT_INPUT_TYPES = frozenset({OperandType.TENSOR_QUANT8_ASYMM,
+                               OperandType.TENSOR_QUANT8_ASYMM_SIGNED})
+
+
 def lower(model: Model, folded: Mapping[int, Array], skip: tuple[int, ...]) -> Graph:
     """The graph of ``model``'s operations, except the folded ones (``skip``)."""
     lw = Lowerer(model, folded)
@@ -57,7 +68,10 @@ def lower(model: Model, folded: Mapping[int, Array], skip: tuple[int, ...]) -> G
         if index in skipped:
             continue
         op = model.operations[index]
-        lowering = LOWERINGS.get(op.type)
+        quantised = model.operands[op.inputs[0]].type in QUANT_INPUT_TYPES
+        lowering = (QUANT_LOWERINGS if quantised else LOWERINGS).get(op.type)
+        if quantised and lowering is None:  # data movement: the float lowering moves integers
+            lowering = LOWERINGS.get(op.type)
         if lowering is None:
             raise OpFailed(f"operation {index} ({op.type.name}): not accelerated by cpu")
         lowering(lw, static_context(model, index))

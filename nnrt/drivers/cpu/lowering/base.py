@@ -24,7 +24,8 @@ __all__ = ["Lowerer", "Lowering", "static_context"]
 
 Array = np.ndarray[Any, Any]
 #: Element types of the non-float32 tensors some operations take (see ``support.py``).
-_DTYPES = {OperandType.TENSOR_INT32: "int32", OperandType.TENSOR_BOOL8: "bool"}
+_DTYPES = {OperandType.TENSOR_INT32: "int32", OperandType.TENSOR_BOOL8: "bool",
+           OperandType.TENSOR_QUANT8_ASYMM: "uint8", OperandType.TENSOR_QUANT8_ASYMM_SIGNED: "int8"}
 
 
 class Lowerer:
@@ -57,7 +58,7 @@ class Lowerer:
         return Ref(self.graph.add(Value(tuple(arr.shape), const=arr, dtype=dtype)))
 
     def dtype(self, operand: int) -> str:
-        """The element type of ``operand``'s values: float32, int32 or bool."""
+        """The element type of ``operand``'s values: float32, int32, bool, uint8 or int8."""
         return _DTYPES.get(self.model.operands[operand].type, "float32")
 
     def ref(self, operand: int) -> Ref:
