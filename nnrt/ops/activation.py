@@ -161,7 +161,7 @@ def _fixed_point_input(ctx: ExecutionContext, q: Array) -> tuple[Array, Array, i
 
 def _logistic_quant8(ctx: ExecutionContext, q: Array) -> Array:
     x, rescaled, radius = _fixed_point_input(ctx, q)
-    y = rounding_divide_by_pot(fixed_point.logistic(rescaled, _INPUT_INTEGER_BITS), 23)
+    y = rounding_divide_by_pot(fixed_point.logistic(rescaled, _INPUT_INTEGER_BITS, 32), 23)
     y = np.where(x <= -radius, 0, np.where(x >= radius, 256, y))  # in units of 1/256
     out = ctx.output_operand(0)
     return saturate(y + out.zero_point, out.type)
@@ -169,7 +169,7 @@ def _logistic_quant8(ctx: ExecutionContext, q: Array) -> Array:
 
 def _tanh_quant8(ctx: ExecutionContext, q: Array) -> Array:
     x, rescaled, radius = _fixed_point_input(ctx, q)
-    y = rounding_divide_by_pot(fixed_point.tanh(rescaled, _INPUT_INTEGER_BITS), 24)
+    y = rounding_divide_by_pot(fixed_point.tanh(rescaled, _INPUT_INTEGER_BITS, 32), 24)
     y = np.where(x <= -radius, -128, np.where(x >= radius, 128, y))  # in units of 1/128
     out = ctx.output_operand(0)
     return saturate(y + out.zero_point, out.type)
