@@ -319,3 +319,18 @@ for _n, _fib in ((1, [1, 1]), (2, [1, 2]), (3, [2, 3]), (4, [3, 5]), (5, [5, 8])
          (subgraph(_COND), subgraph(_BODY), f32([[1.0, 1.0]], role="const"),
           i32([1], role="const"), i32([_n])),
          (out(F32, (1, 2), [_fib]),), skip=("float16",))
+
+# -- TRANSPOSE_CONV_2D ------------------------------------------------------------------------
+
+# transpose_conv2d_quant8_signed (V1_3, generated file; CodeLinaro's mirror of AOSP's
+# NeuralNetworks module): its first example, 25 single pixels of real 1.0 (scale 0.5, zero
+# point -128) through 16 1x1 filters of 1.0, zero bias, implicit SAME padding and stride 32 into
+# {25, 32, 32, 16}: each batch's pixel (0, 0) is 1.0 (-126) in every channel, everything else
+# 0 (-128) — as the generated file lists it.
+_TC_OUT = np.full((25, 32, 32, 16), -128)
+_TC_OUT[:, 0, 0, :] = -126
+_add("transpose_conv_2d_nnapi_transpose_conv2d_quant8_signed", Op.TRANSPOSE_CONV_2D,
+     (_q_lit(S8, [-126] * 25, 0.5, -128, (25, 1, 1, 1)),
+      _q_lit(S8, [-126] * 16, 0.5, -128, (16, 1, 1, 1)), i32([0] * 16, scale=0.25),
+      i32([25, 32, 32, 16]), i32s(1), i32s(32), i32s(32), i32s(0), bools(False)),
+     (_q_lit(S8, _TC_OUT, 0.5, -128, (25, 32, 32, 16), output=True),))
