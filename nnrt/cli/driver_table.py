@@ -20,6 +20,7 @@ from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.registry import definitions
 from nnrt.testing.cases import all_cases
 from nnrt.testing.check import build
+from nnrt.testing.coverage import GAPS, beyond_nnapi_1_3, vector_coverage
 from nnrt.testing.spec import expand
 
 __all__ = ["DRIVERS", "driver_coverage"]
@@ -95,4 +96,30 @@ def render_section(short: Callable[[OperandType], str]) -> str:
     missing = [name for name, rule in rules.items() if rule is None]
     if missing:
         lines.append(f"\n(not installed when generated: {', '.join(missing)})")
+    return "\n".join(lines) + "\n" + _vectors_section()
+
+
+def _vectors_section() -> str:
+    """How many operation and type variants of NNAPI 1.3 have cases from NNAPI's own test
+    vectors (``nnrt.testing.coverage``), and why the others have none."""
+    rows = vector_coverage()
+    covered = sum(1 for r in rows if r.nnapi_cases)
+    lines = [
+        "\n## NNAPI's test vectors per operation and type\n",
+        f"Of the {len(rows)} operation and type variants NNAPI 1.3 defines (a per-channel filter "
+        "and each conversion pair counted apart), "
+        f"{covered} have conformance cases transcribed from NNAPI's published test vectors "
+        "(`nnrt.testing.coverage.vector_coverage()`; every variant also has nnrt's own cases "
+        "or NNAPI's). The others, and why:\n",
+        "| operation | type | why no NNAPI vector |",
+        "|---|---|---|",
+    ]
+    for (op, t, detail), reason in sorted(GAPS.items(), key=lambda g: (int(g[0][0]),
+                                                                      g[0][1], g[0][2])):
+        label = f"{t.name} ({detail})" if detail else t.name
+        lines.append(f"| {operation_name(op)} | {label} | {reason} |")
+    beyond = sorted({operation_name(r.op) for r in beyond_nnapi_1_3()})
+    lines.append(f"\nBeyond NNAPI 1.3 (later feature levels), with kernels and nnrt's or NNAPI's "
+                 f"cases: {', '.join(beyond)}. Not implemented: quantised RSQRT (feature level "
+                 "7).")
     return "\n".join(lines) + "\n"

@@ -161,7 +161,7 @@ def _fixed_point_input(ctx: ExecutionContext, q: Array) -> tuple[Array, Array, i
 
 def _logistic_quant8(ctx: ExecutionContext, q: Array) -> Array:
     x, rescaled, radius = _fixed_point_input(ctx, q)
-    y = rounding_divide_by_pot(fixed_point.logistic(rescaled, _INPUT_INTEGER_BITS), 23)
+    y = rounding_divide_by_pot(fixed_point.logistic(rescaled, _INPUT_INTEGER_BITS, 32), 23)
     y = np.where(x <= -radius, 0, np.where(x >= radius, 256, y))  # in units of 1/256
     out = ctx.output_operand(0)
     return saturate(y + out.zero_point, out.type)
@@ -169,7 +169,7 @@ def _logistic_quant8(ctx: ExecutionContext, q: Array) -> Array:
 
 def _tanh_quant8(ctx: ExecutionContext, q: Array) -> Array:
     x, rescaled, radius = _fixed_point_input(ctx, q)
-    y = rounding_divide_by_pot(fixed_point.tanh(rescaled, _INPUT_INTEGER_BITS), 24)
+    y = rounding_divide_by_pot(fixed_point.tanh(rescaled, _INPUT_INTEGER_BITS, 32), 24)
     y = np.where(x <= -radius, -128, np.where(x >= radius, 128, y))  # in units of 1/128
     out = ctx.output_operand(0)
     return saturate(y + out.zero_point, out.type)
@@ -187,19 +187,18 @@ def _hard_swish_quant8(ctx: ExecutionContext, q: Array) -> Array:
                  "(input scale / 128 / output scale must be below 1)", output=0)
     reluish_m, reluish_exp = _int16_multiplier(float(reluish_multiplier))
     hires = (q - src.zero_point) * 128
-    preshift_output = _high_mul16(hires, out_m, rounding=True)
+    preshift_output = fixed_point.mul(hires, out_m, 16)
     reluish = hires
     if reluish_exp > 0:  # shift left by all but one bit, saturating, before the multiply
         reluish = np.clip(reluish << (reluish_exp - 1), -(2**15), 2**15 - 1)
-    reluish = _high_mul16(reluish, reluish_m, rounding=True)
+    reluish = fixed_point.mul(reluish, reluish_m, 16)
     if reluish_exp > 0:
         reluish = np.clip(reluish << 1, -(2**15), 2**15 - 1)
     elif reluish_exp < 0:
         reluish = _rounding_divide_by_pot16(reluish, -reluish_exp)
     reluish = (reluish + (1 << 15)) >> 1  # from [-1, 1] to [0, 1]
-    result = _rounding_divide_by_pot16(_high_mul16(reluish, preshift_output, rounding=False),
-                                       -out_exp)
-    return saturate(_wrap_int16(result + out.zero_point), out.type)
+    result = _rounding_divide_by_pot16(_doubling_high_mul16(reluish, preshift_output), -out_exp)
+    return saturate(fixed_point.wrap(result + out.zero_point, 16), out.type)
 
 
 def _int16_multiplier(real: float) -> tuple[int, int]:
@@ -210,28 +209,21 @@ def _int16_multiplier(real: float) -> tuple[int, int]:
     return (m32 + (1 << 15)) >> 16, exponent
 
 
-def _wrap_int16(x: Array) -> Array:
-    wrapped: Array = ((x + 2**15) & 0xFFFF) - 2**15
-    return wrapped
-
-
-def _high_mul16(a: Array, b: Any, *, rounding: bool) -> Array:
-    """gemmlowp's int16 ``SaturatingRoundingDoublingHighMul`` (``rounding``) or TFLite's
-    ``SaturatingDoublingHighMul``: ``a * b / 2**15`` truncated toward zero, after a nudge."""
-    b = np.asarray(b, np.int64)
+def _doubling_high_mul16(a: Array, b: Array) -> Array:
+    """TFLite's ``SaturatingDoublingHighMul`` on int16 (HARD_SWISH's own): ``a * b / 2**15``
+    truncated toward zero, without the rounding nudge of :func:`nnrt.ops.fixed_point.mul`."""
     ab = a * b
-    if rounding:
-        ab = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
     high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
     overflow = (a == b) & (a == -(2**15))
-    return np.where(overflow, 2**15 - 1, _wrap_int16(high))
+    return np.where(overflow, 2**15 - 1, fixed_point.wrap(high, 16))
 
 
 def _rounding_divide_by_pot16(x: Array, exponent: int) -> Array:
-    """gemmlowp's ``RoundingDivideByPOT`` on int16 (the mask wraps to int16 too)."""
-    mask = (((1 << exponent) - 1 + 2**15) & 0xFFFF) - 2**15
+    """gemmlowp's ``RoundingDivideByPOT`` on int16: the mask wraps to int16 too, so from 16
+    bits on it differs from :func:`nnrt.ops.quant.rounding_divide_by_pot`."""
+    mask = int(fixed_point.wrap((1 << exponent) - 1, 16))
     threshold = (mask >> 1) + (x < 0)
-    return _wrap_int16((x >> exponent) + ((x & mask) > threshold))
+    return fixed_point.wrap((x >> exponent) + ((x & mask) > threshold), 16)
 
 
 _QUANT_KERNELS: dict[OperationType, Callable[[ExecutionContext, Array], Array]] = {

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.ops import fixed_width as fp
+from nnrt.ops import fixed_point as fp
 from nnrt.ops.quant import multiply_by_quantized_multiplier, rounding_divide_by_pot
 
 __all__ = [
@@ -78,7 +78,7 @@ def apply_layer_norm(x: Array, weights: Array, bias: Array, multiplier: Multipli
     Mean and variance carry 10 extra fractional bits (the mean is ``sum * 1024 / n``, the
     variance ``(sum_sq * (2**20 / n) - mean**2) / 2**20``, truncated); a variance below 1 is
     replaced by ``variance_limit``. Each value ``1024 * x - mean`` is multiplied by the inverse
-    square root of the variance (:func:`~nnrt.ops.fixed_width.inv_sqrt_quantized_multiplier`),
+    square root of the variance (:func:`~nnrt.ops.fixed_point.inv_sqrt_quantized_multiplier`),
     by its weight (int32, wrapping) plus the bias, divided by 1024 rounding half away from
     zero, rescaled by ``multiplier`` shifted 12 bits further left and saturated to int16.
     """

@@ -18,10 +18,10 @@ NNAPI signatures:
 
 Quantised L2_NORMALIZATION is NNAPI's integer kernel, bit for bit: the sum of the squared
 offset inputs along the axis (int32) gives TFLite's fixed-point inverse square root multiplier
-(:func:`nnrt.ops.fixed_point.inv_sqrt_multiplier`), which scales each offset input times 128 to
-the output's 1/128 steps. TENSOR_QUANT8_ASYMM_SIGNED along the last axis uses TFLite's int8
-kernel, which folds the 128 into the shift instead (NNAPI runs that one there) — the two may
-differ by one step. An all-zero slice gives zeros.
+(:func:`nnrt.ops.fixed_point.inv_sqrt_quantized_multiplier`), which scales each offset input
+times 128 to the output's 1/128 steps. TENSOR_QUANT8_ASYMM_SIGNED along the last axis uses
+TFLite's int8 kernel, which folds the 128 into the shift instead (NNAPI runs that one there) —
+the two may differ by one step. An all-zero slice gives zeros.
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ class L2Normalization:
     def _execute_quant8(ctx: ExecutionContext, axis: int) -> Array:
         src, out = ctx.operand(L2Normalization.INPUT), ctx.output_operand(0)
         x = ctx.tensor(L2Normalization.INPUT).astype(np.int64) - src.zero_point
-        square_sum = fixed_point.wrap_int32(np.sum(x * x, axis=axis, keepdims=True))
-        multiplier, shift = fixed_point.inv_sqrt_multiplier(square_sum, -1)
+        square_sum = fixed_point.wrap(np.sum(x * x, axis=axis, keepdims=True), 32)
+        multiplier, shift = fixed_point.inv_sqrt_quantized_multiplier(square_sum)
         if src.type == T.TENSOR_QUANT8_ASYMM_SIGNED and axis == x.ndim - 1:
             y = multiply_by_quantized_multiplier(x, multiplier, shift + 7)
         else:

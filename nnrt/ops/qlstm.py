@@ -28,7 +28,7 @@ CIFG), the peepholes (all, the input one absent with CIFG), the layer-normalisat
 (all, the input one absent with CIFG).
 
 The kernel is NNAPI's integer pipeline, bit for bit (:mod:`nnrt.ops.integer_lstm`,
-:mod:`nnrt.ops.fixed_width`). Per gate: input and recurrent matmuls, each rescaled to int16 by
+:mod:`nnrt.ops.fixed_point`). Per gate: input and recurrent matmuls, each rescaled to int16 by
 ``weight_scale * data_scale / intermediate_scale`` (float32) and accumulated with saturation;
 the peephole term; layer normalisation with the gate bias; logistic (forget, input, output) or
 tanh (cell) of the ``Q3.12`` result. CIFG takes ``i = 1 - f``. Then ``c' = f * c + i * g`` (with
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops import fixed_width as fp
+from nnrt.ops import fixed_point as fp
 from nnrt.ops import integer_lstm as il
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register

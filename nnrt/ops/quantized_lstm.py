@@ -27,7 +27,7 @@ The arithmetic is NNAPI's (TFLite's legacy 8-bit LSTM cell), exact integer all t
    the first ``input_size`` recurrent weights multiply the input (NNAPI's conformance vectors
    are computed this way; the documented formula pairs input weights with the input). nnrt
    reproduces the kernel;
-2. the gates in gemmlowp fixed point (:mod:`nnrt.ops.fixed_width`): ``i, f, o = logistic``,
+2. the gates in gemmlowp fixed point (:mod:`nnrt.ops.fixed_point`): ``i, f, o = logistic``,
    ``g = tanh`` of those ``Q3.12`` values, giving ``Q0.15``;
 3. ``c' = saturating_add(rescale_to_Q4.11(i * g), f * c)`` (the cell state is ``Q4.11``);
 4. ``h' = o * tanh(rescale_to_Q3.12(c'))``, rounded-divided by 2**8, clamped to
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
-from nnrt.ops import fixed_width as fp
+from nnrt.ops import fixed_point as fp
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.quant import (

@@ -131,13 +131,13 @@ def softmax_quant8(q: Array, axis: int, beta: float, input_scale: float, output_
     diff = q - np.max(q, axis=axis, keepdims=True)
     valid = diff >= diff_min
     scaled = multiply_by_quantized_multiplier(np.where(valid, diff, 0), multiplier, shift)
-    exps = np.where(valid, fixed_point.exp_on_negative_values(scaled, _DIFF_INTEGER_BITS), 0)
-    total = fixed_point.wrap_int32(np.sum(
-        fixed_point.rescale(exps, 0, _SUM_INTEGER_BITS), axis=axis, keepdims=True))
+    exps = np.where(valid, fixed_point.exp_on_negative_values(scaled, _DIFF_INTEGER_BITS, 32), 0)
+    total = fixed_point.wrap(np.sum(
+        fixed_point.rescale(exps, 0, _SUM_INTEGER_BITS, 32), axis=axis, keepdims=True), 32)
     headroom_plus_one = fixed_point.count_leading_zeros(total)
     bits_over_unit = _SUM_INTEGER_BITS - headroom_plus_one
     shifted_minus_one = ((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
-    reciprocal = fixed_point.one_over_one_plus_x(shifted_minus_one)
+    reciprocal = fixed_point.one_over_one_plus_x(shifted_minus_one, 32)
     y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(reciprocal, exps),
                                bits_over_unit + 31 - 8)
     y = np.where(valid, y + output_zero_point, output_zero_point)

@@ -16,7 +16,9 @@ TENSOR_FLOAT16 is computed in float32: the compiler writes a float16 partition i
 as a FLOAT32 tensor, and ``invoke`` knows it from the array it is handed (the operand's dtype,
 float16): a float16 input is converted as it is copied in (exactly), a float32 result rounded
 to the float16 output as it is copied out (to nearest even, overflowing to inf) — the same one
-copy each way.
+copy each way. Likewise a TENSOR_QUANT8_ASYMM input or output of a partition computed in int8
+(:func:`~nnrt.drivers.litert.quantized.signed_partition`: a uint8 array for an INT8 tensor)
+is moved by 128 (``q ^ 0x80``) as it is copied.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ _ALLOWED = WRITTEN
 #: The tensor types the compiler writes (FLOAT16 only between the two CASTs rounding a value
 #: to float16), and their sizes.
 _ITEMSIZE = {fb.TensorType.FLOAT32: 4, fb.TensorType.INT32: 4, fb.TensorType.BOOL: 1,
-             fb.TensorType.FLOAT16: 2}
+             fb.TensorType.FLOAT16: 2, fb.TensorType.INT8: 1, fb.TensorType.UINT8: 1}
+#: The tensor types that may carry quantisation parameters (INT32: a quantised bias).
+_QUANTIZED = frozenset({fb.TensorType.INT8, fb.TensorType.UINT8, fb.TensorType.INT32})
 
 
 def threads() -> int:
@@ -76,7 +80,12 @@ class LitertExecutable:
 
     def __init__(self, interpreter: Any) -> None:
         self.interpreter = interpreter
-        self.inputs = [d["index"] for d in interpreter.get_input_details()]
+        details = interpreter.get_input_details()
+        self.inputs = [d["index"] for d in details]
+        #: The inputs of TFLite type BOOL (TENSOR_BOOL8 arrives as bytes, uint8).
+        self.bools = frozenset(d["index"] for d in details if d["dtype"] == np.bool_)
+        #: The inputs of TFLite type INT8 (a TENSOR_QUANT8_ASYMM one, uint8, is moved by -128).
+        self.signed = frozenset(d["index"] for d in details if d["dtype"] == np.int8)
         self.outputs = [d["index"] for d in interpreter.get_output_details()]
         self.lock = threading.Lock()
 
@@ -110,8 +119,11 @@ class LitertDispatch(Dispatch):
                 if value.dtype == np.float16:
                     _copy_in_float16(interpreter, index, value)
                     continue
-                if value.dtype == np.uint8:  # TENSOR_BOOL8 as bytes: LiteRT's BOOL is one too
+                if index in executable.bools:  # TENSOR_BOOL8 as bytes: LiteRT's BOOL is one too
                     value = value.view(np.bool_)
+                elif index in executable.signed and value.dtype == np.uint8:
+                    _copy_in_signed(interpreter, index, value)
+                    continue
                 interpreter.set_tensor(index, value)
             try:
                 interpreter.invoke()
@@ -119,9 +131,12 @@ class LitertDispatch(Dispatch):
                 raise OpFailed(f"LiteRT failed to run the partition: {exc}") from None
             with ignoring_float_errors():  # a float16 output overflowing is inf, no warning
                 for index, target in zip(executable.outputs, outputs, strict=True):
+                    result = interpreter.tensor(index)().reshape(target.shape)
+                    if target.dtype == np.uint8 and result.dtype == np.int8:  # moved back
+                        np.bitwise_xor(result.view(np.uint8), np.uint8(0x80), out=target)
+                        continue
                     # a TENSOR_FLOAT16 output (computed in float32) is rounded as it is copied
-                    np.copyto(target, interpreter.tensor(index)().reshape(target.shape),
-                              casting="same_kind")
+                    np.copyto(target, result, casting="same_kind")
 
 
 def _copy_in_float16(interpreter: Any, index: int, value: Array) -> None:
@@ -132,6 +147,16 @@ def _copy_in_float16(interpreter: Any, index: int, value: Array) -> None:
         raise BadData(f"litert: a float16 input of shape {value.shape} for tensor {index} of "
                       f"type {tensor.dtype} and shape {tensor.shape}")
     np.copyto(tensor, value, casting="same_kind")
+
+
+def _copy_in_signed(interpreter: Any, index: int, value: Array) -> None:
+    """Copy a TENSOR_QUANT8_ASYMM input into its INT8 tensor (a signed partition), moving the
+    values by -128 as it copies (``q ^ 0x80``; the compiler moved the zero point alike)."""
+    tensor = interpreter.tensor(index)()
+    if tensor.shape != value.shape:
+        raise BadData(f"litert: a uint8 input of shape {value.shape} for tensor {index} of "
+                      f"shape {tensor.shape}")
+    np.bitwise_xor(value, np.uint8(0x80), out=tensor.view(np.uint8))
 
 
 _log = logging.getLogger("nnrt.drivers.litert")
@@ -186,7 +211,9 @@ _WRITTEN_FIELDS: dict[type, frozenset[str]] = {
     fb.ModelT: frozenset({"version", "operatorCodes", "subgraphs", "description", "buffers"}),
     fb.OperatorCodeT: frozenset({"deprecatedBuiltinCode", "version", "builtinCode"}),
     fb.SubGraphT: frozenset({"tensors", "inputs", "outputs", "operators", "name"}),
-    fb.TensorT: frozenset({"shape", "type", "buffer", "name", "isVariable"}),  # LSTM states
+    fb.TensorT: frozenset({"shape", "type", "buffer", "name", "isVariable",  # LSTM states
+                           "quantization"}),
+    fb.QuantizationParametersT: frozenset({"scale", "zeroPoint", "quantizedDimension"}),
     fb.OperatorT: frozenset({"opcodeIndex", "inputs", "outputs", "builtinOptionsType",
                              "builtinOptions"}),
     fb.BufferT: frozenset({"data"}),
@@ -203,6 +230,8 @@ def _check_unwritten(model: Any) -> None:
               *((f"subgraph {i}", g) for i, g in enumerate(subgraphs))]
     for graph in subgraphs[:1]:
         tables += [(f"tensor {i}", t) for i, t in enumerate(graph.tensors or [])]
+        tables += [(f"tensor {i} quantization", t.quantization)
+                   for i, t in enumerate(graph.tensors or []) if t.quantization is not None]
         tables += [(f"operator {i}", o) for i, o in enumerate(graph.operators or [])]
     for where, table in tables:
         defaults = _DEFAULTS[type(table)]
@@ -245,6 +274,8 @@ def _check_model(model: Any) -> None:
         if tensor.buffer and (data is None or len(data) != nbytes):
             raise BadData(f"litert bytecode: tensor {t} of shape {shape} has "
                           f"{0 if data is None else len(data)} bytes, expected {nbytes}")
+        if tensor.quantization is not None:
+            _check_quantization(t, tensor.type, shape, tensor.quantization)
     for name, indices in (("inputs", subgraph.inputs), ("outputs", subgraph.outputs)):
         _check_indices(f"subgraph {name}", indices, len(tensors))
     for o, operator in enumerate(subgraph.operators or []):
@@ -256,6 +287,28 @@ def _check_model(model: Any) -> None:
         _check_indices(f"operator {o} outputs", operator.outputs, len(tensors))
 
 
+def _check_quantization(t: int, kind: int, shape: list[int], params: Any) -> None:
+    """``BadData`` unless ``params`` are what the compiler writes for a quantised tensor: one
+    scale (or one per channel of an axis in range), as many zero points, scales finite and
+    positive, zero points in the type's range (0 for per-channel ones)."""
+    scales = np.asarray([] if params.scale is None else params.scale, np.float64)
+    zeros = np.asarray([] if params.zeroPoint is None else params.zeroPoint, np.int64)
+    axis = int(params.quantizedDimension)
+    low, high = _ZERO_POINTS.get(kind, (0, 0))
+    channels = shape[axis] if 0 <= axis < len(shape) else -1
+    ok = (kind in _QUANTIZED and len(scales) == len(zeros) and len(scales) in (1, channels)
+          and (axis == 0 or len(scales) == channels)
+          and bool(np.all(np.isfinite(scales) & (scales > 0)))
+          and bool(np.all((zeros >= low) & (zeros <= high)))
+          and (len(scales) == 1 or not zeros.any()))
+    if not ok:
+        raise BadData(f"litert bytecode: tensor {t} of type {kind} and shape {shape} has "
+                      f"quantisation parameters the compiler never writes ({len(scales)} "
+                      f"scales, {len(zeros)} zero points, axis {axis})")
+
+
+#: Zero points per quantised type (a quantised int32, a bias, has 0).
+_ZERO_POINTS = {fb.TensorType.INT8: (-128, 127), fb.TensorType.UINT8: (0, 255)}
 #: The builtins the compiler writes with omitted (-1) inputs, which their kernels check for.
 _OPTIONAL_INPUTS = frozenset({fb.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM})
 

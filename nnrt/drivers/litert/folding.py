@@ -38,10 +38,12 @@ import numpy as np
 from nnrt.drivers.litert.geometry import conv_window, transpose_conv_window
 from nnrt.drivers.litert.patterns import operand_readers
 from nnrt.model.model import Model
-from nnrt.model.types import OperationType
+from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import static_context
+from nnrt.ops.quant import QUANT_RANGES
 
-__all__ = ["BiasFold", "Fold", "Fused", "fold_affine", "fold_bias", "fuse_activations"]
+__all__ = ["BiasFold", "Fold", "Fused", "fold_affine", "fold_bias", "fuse_activations",
+           "rectified"]
 
 Op = OperationType
 Array = np.ndarray[Any, Any]
@@ -88,6 +90,7 @@ class Fused:
 
 #: Activation operations and their fused-activation codes.
 _ACTIVATIONS = {Op.RELU: 1, Op.RELU1: 2, Op.RELU6: 3}
+_FLOATS = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16})
 #: The convolutions a scale and shift fold into, and the output-channel axis of their filters
 #: (OHWI, or 1HWO for depthwise).
 _FILTER_AXIS = {Op.CONV_2D: 0, Op.DEPTHWISE_CONV_2D: 3, Op.TRANSPOSE_CONV_2D: 0}
@@ -139,8 +142,9 @@ def _fold(model: Model, index: int, readers: Counter[int], reader_of: dict[int, 
     op = model.operations[index]
     form = _conv_form(model, index)
     filt, bias = model.constant_value(op.inputs[1]), model.constant_value(op.inputs[2])
-    if form is None or form[1] or filt is None or bias is None:
-        return None
+    if (form is None or form[1] or filt is None or bias is None
+            or model.operands[op.outputs[0]].type not in _FLOATS):
+        return None  # a quantised convolution's output is requantised: no float scale folds
     nchw = form[0]
     channels = model.inferred_dims[op.outputs[0]][1 if nchw else 3]
     scale = np.ones(channels, np.float32)
@@ -273,3 +277,17 @@ def _activation(model: Model, index: int) -> int | None:
         return 0
     value = model.constant_value(op.inputs[slot])
     return None if value is None else int(value)
+
+
+def rectified(model: Model, operand: int) -> bool:
+    """Whether ``operand`` holds no value below zero (a quantised tensor: its zero point): it
+    is the output of a RELU or RELU6 (the operation, or an operation's fused activation), or a
+    quantised tensor whose zero point is its type's minimum (as onnxruntime quantises a
+    ``Relu``'s output, leaving the ``Relu`` out)."""
+    found = model.operands[operand]
+    if found.type in QUANT_RANGES and found.zero_point == QUANT_RANGES[found.type][0]:
+        return True
+    for index, op in enumerate(model.operations):
+        if operand in op.outputs:
+            return op.type in (Op.RELU, Op.RELU6) or _activation(model, index) in (1, 3)
+    return False

@@ -18,6 +18,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 from nnrt.drivers.litert.onehot import OneHot
+from nnrt.drivers.litert.quantized import QUANT8, quantized_weights
 from nnrt.drivers.litert.writer import Writer
 from nnrt.model.types import OperationType
 from nnrt.ops._framework.context import OperationContext
@@ -39,7 +40,11 @@ def write_fully_connected(writer: Writer, ctx: OperationContext) -> None:
     options.fusedActivationFunction = int(ctx.scalar(3))
     options.keepNumDims = False
     output = writer.result(ctx.index, options)
-    inputs = [writer.tensor(k) for k in op.inputs[:3]]
+    inputs = [writer.tensor(op.inputs[0])]
+    if ctx.input_type(0) in QUANT8:
+        inputs += quantized_weights(writer, ctx)
+    else:
+        inputs += [writer.tensor(k) for k in op.inputs[1:3]]
     fold = writer.bias_folds.get(ctx.index)
     if fold is not None:  # the bias ADD after it, folded in
         inputs[2] = writer.constant(f"bias_{ctx.index}", fold.bias)

@@ -84,7 +84,7 @@ def _match_one_hot(model: Model, fc: int, readers: Counter[int],
     x, weights, bias, code = ops[fc].inputs[:4]
     w, b, activation = model.constant_value(weights), model.constant_value(bias), constant_scalar(
         model, code)
-    if w is None or b is None or activation not in _CLAMPS or not (
+    if w is None or b is None or activation not in _CLAMPS or w.dtype.kind != "f" or not (
             np.isfinite(w).all() and np.isfinite(b).all()):
         return None
     units, size = dims[weights]

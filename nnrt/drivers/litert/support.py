@@ -3,12 +3,12 @@
 An operation is selected when a TFLite builtin computes exactly what NNAPI specifies for it:
 its tensors are of static shape and rank 1 to 6 (every selected builtin was run by LiteRT at
 ranks 5 and 6 against the reference: the element-wise, data-moving, reduction, SOFTMAX and
-BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules), of a type TFLite has for
-that builtin (TENSOR_FLOAT32 and TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic,
-MAXIMUM / MINIMUM, comparisons, SELECT, CAST, FILL and the data-moving operations;
-TENSOR_BOOL8 for EQUAL, NOT_EQUAL and SELECT), every parameter is a constant (STRIDED_SLICE's
-begin, end and strides and FILL's dims included), and the parameters have a TFLite
-equivalent:
+BATCH_MATMUL ones; the windowed ones are rank 4 by NNAPI's rules; PAD and PAD_V2 rank 5 at
+most, TFLite's limit), of a type TFLite has for that builtin (TENSOR_FLOAT32 and
+TENSOR_FLOAT16 everywhere; TENSOR_INT32 for the arithmetic, MAXIMUM / MINIMUM, comparisons,
+SELECT, CAST, FILL and the data-moving operations; TENSOR_BOOL8 for EQUAL, NOT_EQUAL and
+SELECT; the quantised types below), every parameter is a constant (STRIDED_SLICE's begin, end
+and strides and FILL's dims included), and the parameters have a TFLite equivalent:
 
 * TENSOR_FLOAT16 is computed in float32, which NNAPI allows (float16 operations may be
   computed at float16 precision or better): constants converted once at compile time, inputs
@@ -39,6 +39,16 @@ equivalent:
 * UNIDIRECTIONAL_SEQUENCE_LSTM with a tanh, relu or relu6 activation (TFLite's kernel treats
   "none" and sigmoid otherwise).
 
+Quantised operations (TENSOR_QUANT8_ASYMM as TFLite's UINT8, TENSOR_QUANT8_ASYMM_SIGNED as
+INT8, TENSOR_QUANT8_SYMM_PER_CHANNEL filters, int32 biases with their scales): CONV_2D,
+DEPTHWISE_CONV_2D, TRANSPOSE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL (int8), ADD, SUB, MUL,
+AVERAGE_POOL_2D, MAX_POOL_2D, RELU, RELU1, RELU6, LOGISTIC, TANH, SOFTMAX, MEAN, REDUCE_MAX,
+QUANTIZE, DEQUANTIZE, MAXIMUM, MINIMUM and the data-moving operations (RESHAPE, SQUEEZE,
+EXPAND_DIMS, TRANSPOSE, CONCATENATION, SLICE, STRIDED_SLICE, GATHER, PAD, PAD_V2, MIRROR_PAD,
+TILE, RESIZE_NEAREST_NEIGHBOR), where TFLite's int8 / uint8 kernels compute NNAPI's arithmetic
+within NNAPI's one step; the rules and the refusals are in :mod:`.quantized_rules`, the tensors
+in :mod:`.quantized`.
+
 NCHW operations (the layout flag) are taken too: the compiler computes whole NCHW regions in
 NHWC (:mod:`.flatbuffer`). The reason for a rejection names the first rule the operation
 breaks.
@@ -57,8 +67,15 @@ from nnrt.drivers.litert.geometry import (
     transpose_conv_window,
 )
 from nnrt.drivers.litert.patterns import gelu_patterns, softmax_patterns
+from nnrt.drivers.litert.quantized_rules import (
+    QUANTIZED_OPS,
+    QUANTIZED_TYPES,
+    SLOT_TYPES,
+    quantized_reason,
+)
 from nnrt.errors import NnrtError
 from nnrt.model.model import Model
+from nnrt.model.operand import QUANT_TYPES
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperandType, OperationType
 from nnrt.ops._framework.context import OperationContext, Unknown, static_context
@@ -78,6 +95,7 @@ SELECTED = frozenset({
     Op.EXP, Op.EXPAND_DIMS, Op.SQUEEZE, Op.EQUAL, Op.SELECT, Op.SLICE, Op.POW, Op.GATHER,
     Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.NOT_EQUAL, Op.LESS,
     Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL, Op.TILE,
+    Op.QUANTIZE, Op.DEQUANTIZE, Op.PAD, Op.PAD_V2,
 })
 #: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
 #: better), converted at the partition's edges (:mod:`.dispatch`).
@@ -99,13 +117,14 @@ _INT32_PARAMETERS = frozenset({
     (Op.RESHAPE, 1), (Op.MEAN, 1), (Op.REDUCE_SUM, 1), (Op.REDUCE_MAX, 1), (Op.TRANSPOSE, 1),
     (Op.SQUEEZE, 1), (Op.SLICE, 1), (Op.SLICE, 2), (Op.MIRROR_PAD, 1),
     (Op.TRANSPOSE_CONV_2D, 3), (Op.STRIDED_SLICE, 1), (Op.STRIDED_SLICE, 2),
-    (Op.STRIDED_SLICE, 3), (Op.FILL, 0), (Op.TILE, 1),
+    (Op.STRIDED_SLICE, 3), (Op.FILL, 0), (Op.TILE, 1), (Op.PAD, 1), (Op.PAD_V2, 1),
 })
 #: Scalar parameters, always constants.
 _SCALAR_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL)
 #: The highest tensor rank written (nnrt's ``com.nnrt.rank6`` limit; the bytecode check in
 #: :mod:`.dispatch` holds the same bound).
 _MAX_RANK = 6
+_MAX_PAD_RANK = 5
 #: UNIDIRECTIONAL_SEQUENCE_LSTM activations TFLite's kernel applies as NNAPI does.
 _LSTM_ACTIVATIONS = {1: "relu", 3: "relu6", 4: "tanh"}
 
@@ -117,7 +136,10 @@ def unsupported_reason(model: Model, index: int) -> str | None:
         return f"operation type {operation_name(op.type)} has no TFLite builtin here"
     operands = model.operands
     ctx = static_context(model, index)
-    types = _TENSOR_TYPES.get(op.type, _FLOAT)
+    quantized = any(operands[k].type in QUANT_TYPES for k in (*op.inputs, *op.outputs))
+    if quantized and op.type not in QUANTIZED_OPS:
+        return f"quantised {operation_name(op.type)} has no TFLite int8 / uint8 form here"
+    types = _TENSOR_TYPES.get(op.type, _FLOAT) | (QUANTIZED_TYPES if quantized else frozenset())
     for slot, k in enumerate(op.inputs):
         operand = operands[k]
         if operand.is_omitted:
@@ -126,7 +148,8 @@ def unsupported_reason(model: Model, index: int) -> str | None:
         if operand.type in _SCALAR_TYPES or (op.type, slot) in _INT32_PARAMETERS:
             if not operand.is_constant:
                 return f"{name} is not a constant (parameters must be)"
-        elif operand.type not in types:
+        elif operand.type not in types and not (
+                quantized and operand.type in SLOT_TYPES.get((op.type, slot), ())):
             return f"{name}: {operand.type.name} not supported"
         elif not _static(model.inferred_dims[k]):
             return f"{name} has no static shape of rank 1 to {_MAX_RANK}"
@@ -138,11 +161,10 @@ def unsupported_reason(model: Model, index: int) -> str | None:
     mixed = _mixed_floats(model, index)
     if mixed is not None:
         return mixed
-    rule = _RULES.get(op.type)
-    if rule is None:
-        return None
     try:
-        return rule(model, ctx)
+        found = quantized_reason(model, ctx) if quantized else None
+        rule = _RULES.get(op.type)
+        return found if found is not None or rule is None else rule(model, ctx)
     except (NnrtError, Unknown) as exc:
         return f"cannot resolve the {operation_name(op.type)} parameters: {exc}"
 
@@ -265,7 +287,16 @@ def _pow(model: Model, ctx: OperationContext) -> str | None:
     return None
 
 
+def _pad(model: Model, ctx: OperationContext) -> str | None:
+    rank = len(ctx.shape(0))
+    if rank > _MAX_PAD_RANK:
+        return (f"{operation_name(ctx.operation.type)} of rank {rank} (TFLite's PAD kernels "
+                f"take rank {_MAX_PAD_RANK} at most)")
+    return None
+
+
 _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
+    Op.PAD: _pad, Op.PAD_V2: _pad,
     **dict.fromkeys((Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
                      Op.TRANSPOSE_CONV_2D), _window),
     Op.SOFTMAX: _softmax, Op.NNRT_ERF: _erf, Op.EXP: _exp,

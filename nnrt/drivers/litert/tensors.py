@@ -1,5 +1,5 @@
 """Writing the operations that move or make data: reshapes, TRANSPOSE, CONCATENATION, SLICE,
-STRIDED_SLICE, GATHER, MIRROR_PAD, FILL, TILE.
+STRIDED_SLICE, GATHER, PAD, PAD_V2, MIRROR_PAD, FILL, TILE.
 
 RESHAPE, SQUEEZE and EXPAND_DIMS all become a RESHAPE to the output shape resolved at compile
 time (no -1, no negative axes left for TFLite to read differently). CONCATENATION of tensors
@@ -134,6 +134,27 @@ def write_mirror_pad(writer: Writer, ctx: OperationContext) -> None:
                     [writer.tensor(op.outputs[0])], fb.BuiltinOptions.MirrorPadOptions, options)
 
 
+def write_pad(writer: Writer, ctx: OperationContext) -> None:
+    """PAD with the constant paddings (zeros; TFLite pads a quantised tensor with its zero
+    point, as NNAPI does), PAD_V2 with its value (a quantised one: the stored integer) as a
+    one-element tensor of the input's type and quantisation (TFLite's PADV2 requires both)."""
+    op, index = ctx.operation, ctx.index
+    source = writer.tensor(op.inputs[0])
+    amounts = writer.constant(f"pads_{index}", np.asarray(ctx.constant(1), np.int32))
+    output = writer.tensor(op.outputs[0])
+    if op.type == Op.PAD:
+        writer.operator(B.PAD, [source, amounts], [output], fb.BuiltinOptions.PadOptions,
+                        fb.PadOptionsT())
+        return
+    _, dtype, quantization = writer.form(op.inputs[0])
+    fill = ctx.scalar(2)
+    if quantization is not None:  # the stored integer, moved as the tensor's zero point is
+        fill += int(quantization.zeroPoint[0]) - ctx.operand(0).zero_point
+    value = writer.constant(f"pad_value_{index}", np.asarray([fill], dtype), quantization)
+    writer.operator(B.PADV2, [source, amounts, value], [output], fb.BuiltinOptions.PadV2Options,
+                    fb.PadV2OptionsT())
+
+
 def write_tile(writer: Writer, ctx: OperationContext) -> None:
     """TILE with the constant multiples (int32, one per dim, as NNAPI's)."""
     op, index = ctx.operation, ctx.index
@@ -160,7 +181,8 @@ WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
     Op.TRANSPOSE: write_transpose, Op.CONCATENATION: write_concatenation,
     Op.SLICE: write_slice, Op.STRIDED_SLICE: write_strided_slice, Op.GATHER: write_gather,
     Op.MIRROR_PAD: write_mirror_pad, Op.FILL: write_fill, Op.TILE: write_tile,
+    Op.PAD: write_pad, Op.PAD_V2: write_pad,
 }
 #: Every builtin these writers write.
 BUILTINS = frozenset({B.RESHAPE, B.TRANSPOSE, B.CONCATENATION, B.SLICE, B.STRIDED_SLICE,
-                      B.GATHER, B.MIRROR_PAD, B.FILL, B.TILE})
+                      B.GATHER, B.MIRROR_PAD, B.FILL, B.TILE, B.PAD, B.PADV2})

@@ -3,7 +3,10 @@
 Each reads and writes NHWC tensors when the NNAPI operation is NCHW (the layout flag), so an
 NCHW region stays in NHWC across them (:mod:`.writer`). The TFLite form of each window comes
 from :mod:`.geometry`; explicit pads TFLite's SAME / VALID do not give become a PAD (zeros) or
-PADV2 (-inf, for MAX_POOL_2D) before a VALID window.
+PADV2 (-inf, for MAX_POOL_2D) before a VALID window. A MAX_POOL_2D of a RELU's or RELU6's
+output (no value below zero) pads with zeros too: a window's maximum is one of its values either
+way, and XNNPACK takes PAD (PADV2 splits its partition). Quantised tensors pad with their zero
+point, or the type's minimum for -inf.
 """
 
 from __future__ import annotations
@@ -14,12 +17,20 @@ from typing import Any
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
+from nnrt.drivers.litert.folding import rectified
 from nnrt.drivers.litert.geometry import (
     TransposeWindow,
     Window,
     conv_window,
     pool_window,
     transpose_conv_window,
+)
+from nnrt.drivers.litert.quantized import (
+    QUANT8,
+    converted,
+    quantized_weights,
+    signed_twin,
+    unsigned_per_channel,
 )
 from nnrt.drivers.litert.writer import TO_NHWC, Writer
 from nnrt.errors import OpFailed
@@ -83,19 +94,34 @@ def write_window(writer: Writer, ctx: OperationContext) -> None:
         options_type, options = _pool_options(window)
     output = writer.result(ctx.index, options)
     source, dims = _source(writer, op.inputs[0], window.nchw)
-    if window.pads is not None:
-        source = _pad(writer, ctx.index, source, dims, window.pads,
-                      -np.inf if op.type == Op.MAX_POOL_2D else 0.0)
+    if window.pads is not None:  # a max pool of rectified values pads with zeros (PAD) too
+        lowest = op.type == Op.MAX_POOL_2D and not rectified(writer.model, op.inputs[0])
+        source = _pad(writer, ctx.index, source, dims, window.pads, lowest)
     inputs = [source]
     if op.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D):
         inputs += _weights(writer, ctx)
-    writer.operator(_BUILTINS[op.type], inputs, [writer.output(output, window.nchw)],
-                    options_type, options)
+    _operator(writer, ctx, _BUILTINS[op.type], inputs, 0, writer.output(output, window.nchw),
+              options_type, options)
+
+
+def _operator(writer: Writer, ctx: OperationContext, builtin: int, inputs: list[int], data: int,
+              target: int, options_type: int, options: Any) -> None:
+    """The operator computing ``target`` from ``inputs`` (``inputs[data]`` the data): a uint8
+    convolution with a per-channel filter computed in int8, converted both ways."""
+    if not unsigned_per_channel(writer, ctx):
+        writer.operator(builtin, inputs, [target], options_type, options)
+        return
+    inputs[data] = converted(writer, inputs[data], signed_twin(writer, inputs[data]))
+    signed = signed_twin(writer, target)
+    writer.operator(builtin, inputs, [signed], options_type, options)
+    converted(writer, signed, target)
 
 
 def _weights(writer: Writer, ctx: OperationContext) -> list[int]:
     """A convolution's filter and bias tensors: the operands', or the folded constants."""
     fold = writer.folds.get(ctx.index)
+    if fold is None and ctx.input_type(0) in QUANT8:
+        return quantized_weights(writer, ctx)
     if fold is None:
         return [writer.tensor(k) for k in ctx.operation.inputs[1:3]]
     return [writer.constant(f"filter_{ctx.index}", fold.filter),
@@ -103,20 +129,26 @@ def _weights(writer: Writer, ctx: OperationContext) -> list[int]:
 
 
 def _pad(writer: Writer, index: int, source: int, dims: tuple[int, ...],
-         pads: tuple[int, int, int, int], fill: float) -> int:
-    """``source`` (NHWC ``dims``) padded by (top, bottom, left, right) elements of ``fill``."""
+         pads: tuple[int, int, int, int], lowest: bool) -> int:
+    """``source`` (NHWC ``dims``) padded by (top, bottom, left, right) elements of zero (a
+    quantised tensor: its zero point, TFLite's PAD) or of the ``lowest`` value (-inf; a
+    quantised tensor's type minimum: the padding is never a window's maximum then)."""
     top, bottom, left, right = pads
     padded = (dims[0], dims[1] + top + bottom, dims[2] + left + right, dims[3])
-    target = writer.add_tensor(f"padded_{index}", padded)
+    target = writer.like(f"padded_{index}", source, padded)
     amounts = writer.constant(f"pads_{index}", np.asarray(
         [[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
-    if fill == 0.0:
+    if not lowest:
         writer.operator(fb.BuiltinOperator.PAD, [source, amounts], [target],
                         fb.BuiltinOptions.PadOptions, fb.PadOptionsT())
-    else:
-        value = writer.constant(f"fill_{index}", np.asarray([fill], np.float32))
-        writer.operator(fb.BuiltinOperator.PADV2, [source, amounts, value], [target],
-                        fb.BuiltinOptions.PadV2Options, fb.PadV2OptionsT())
+        return target
+    tensor = writer.tensors[source]
+    dtype = {fb.TensorType.INT8: np.int8, fb.TensorType.UINT8: np.uint8}.get(tensor.type)
+    fill = np.asarray([-np.inf], np.float32) if dtype is None else np.asarray(
+        [np.iinfo(dtype).min], dtype)
+    value = writer.constant(f"fill_{index}", fill, tensor.quantization)
+    writer.operator(fb.BuiltinOperator.PADV2, [source, amounts, value], [target],
+                    fb.BuiltinOptions.PadV2Options, fb.PadV2OptionsT())
     return target
 
 
@@ -132,9 +164,9 @@ def write_transpose_conv(writer: Writer, ctx: OperationContext) -> None:
                             np.asarray(window.output_nhwc, np.int32))
     source, _ = _source(writer, ctx.operation.inputs[0], window.nchw)
     filt, bias = _weights(writer, ctx)
-    writer.operator(fb.BuiltinOperator.TRANSPOSE_CONV, [shape, filt, source, bias],
-                    [writer.output(output, window.nchw)],
-                    fb.BuiltinOptions.TransposeConvOptions, options)
+    _operator(writer, ctx, fb.BuiltinOperator.TRANSPOSE_CONV, [shape, filt, source, bias], 2,
+              writer.output(output, window.nchw), fb.BuiltinOptions.TransposeConvOptions,
+              options)
 
 
 def write_resize_nearest(writer: Writer, ctx: OperationContext) -> None:

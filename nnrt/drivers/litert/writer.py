@@ -3,7 +3,9 @@ layout each tensor is held in.
 
 A tensor per operand, created on first use (constants carry their bytes in the model's
 buffers), of the TFLite type of the operand's (:data:`TENSOR_TYPES`; TENSOR_FLOAT16 is held in
-float32, its constants converted here). TFLite computes in NHWC; NNAPI operations with the
+float32, its constants converted here; quantised tensors carry their scales and zero points,
+and a partition with a uint8 convolution on a per-channel filter holds its uint8 tensors as
+int8, :mod:`.quantized`). TFLite computes in NHWC; NNAPI operations with the
 NCHW layout flag (and ONNX-imported models) are NCHW. The writer keeps, per rank-4 operand of
 an NCHW region, the tensor holding it in NHWC order
 (:meth:`Writer.nhwc_tensor`, :meth:`Writer.nhwc_output`) besides the tensor in NNAPI's order
@@ -37,6 +39,12 @@ from nnrt.drivers.litert.patterns import (
     hard_swish_patterns,
     softmax_patterns,
 )
+from nnrt.drivers.litert.quantized import (
+    QUANT8,
+    as_signed,
+    operand_parameters,
+    signed_partition,
+)
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType
 
@@ -50,11 +58,13 @@ TO_NCHW = (0, 3, 1, 2)
 #: NNAPI tensor type -> the TFLite tensor type and the numpy type of its bytes. TENSOR_FLOAT16
 #: is computed in float32 (NNAPI allows float16 precision or better): its constants are
 #: converted here, once, exactly; the dispatch converts its inputs and outputs as it copies them.
+#: The quantised types carry their scales and zero points (:mod:`.quantized`).
 TENSOR_TYPES: dict[OperandType, tuple[int, type[np.generic]]] = {
     T.TENSOR_FLOAT32: (fb.TensorType.FLOAT32, np.float32),
     T.TENSOR_FLOAT16: (fb.TensorType.FLOAT32, np.float32),
     T.TENSOR_INT32: (fb.TensorType.INT32, np.int32),
     T.TENSOR_BOOL8: (fb.TensorType.BOOL, np.bool_),
+    **QUANT8,
 }
 _BY_DTYPE = {np.dtype(dtype): kind for kind, dtype in TENSOR_TYPES.values()}
 
@@ -64,6 +74,9 @@ class Writer:
 
     def __init__(self, model: Model) -> None:
         self.model = model
+        #: Whether the partition's TENSOR_QUANT8_ASYMM tensors are INT8, moved by -128
+        #: (:func:`~nnrt.drivers.litert.quantized.signed_partition`).
+        self.signed = signed_partition(model)
         self.tensors: list[Any] = []
         self.buffers: list[Any] = [fb.BufferT()]  # buffer 0: the empty sentinel
         self.codes: dict[int, int] = {}
@@ -122,15 +135,34 @@ class Writer:
         if found is not None:
             return found
         dims = self.model.inferred_dims[index]
-        kind, dtype = TENSOR_TYPES[self.model.operands[index].type]
+        kind, _, quantization = self.form(index)
         if index in self.nhwc:
-            found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, None)
+            found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, None,
+                                                       quantization)
             self._transpose(self.nhwc[index], found, TO_NCHW)
             return found
-        value = self.model.constant_value(index)
-        data = None if value is None else np.ascontiguousarray(value, dtype)
-        found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind, data)
+        found = self._tensor_of[index] = self._add(f"operand_{index}", dims, kind,
+                                                   self.value(index), quantization)
         return found
+
+    def form(self, index: int) -> tuple[int, type[np.generic], Any]:
+        """Operand ``index``'s tensor as written: its TFLite type, the numpy type of its bytes
+        and its quantisation parameters (:data:`TENSOR_TYPES`; a TENSOR_QUANT8_ASYMM operand
+        of a :attr:`signed` partition is INT8)."""
+        operand = self.model.operands[index]
+        kind, dtype = TENSOR_TYPES[operand.type]
+        if self.signed and operand.type == T.TENSOR_QUANT8_ASYMM:
+            kind, dtype = fb.TensorType.INT8, np.int8
+        return kind, dtype, operand_parameters(operand, self.signed)
+
+    def value(self, index: int) -> Array | None:
+        """The bytes of constant operand ``index`` as written (:meth:`form`), or None."""
+        value = self.model.constant_value(index)
+        if value is None:
+            return None
+        if self.signed and self.model.operands[index].type == T.TENSOR_QUANT8_ASYMM:
+            return np.ascontiguousarray(as_signed(value))
+        return np.ascontiguousarray(value, self.form(index)[1])
 
     def in_nhwc(self, inputs: list[int], output: int) -> bool:
         """Whether an element-wise operation reading ``inputs`` computes ``output`` in NHWC:
@@ -147,14 +179,15 @@ class Writer:
         if found is not None:
             return found
         dims = self.model.inferred_dims[index]
-        kind, dtype = TENSOR_TYPES[self.model.operands[index].type]
-        value = self.model.constant_value(index)
+        kind, _, quantization = self.form(index)
+        value = self.value(index)
         if value is not None:
-            full = np.asarray(value, dtype).reshape((1,) * (4 - len(dims)) + tuple(dims))
-            found = self.constant(f"operand_{index}_nhwc", full.transpose(TO_NHWC))
+            full = value.reshape((1,) * (4 - len(dims)) + tuple(dims))
+            found = self.constant(f"operand_{index}_nhwc", full.transpose(TO_NHWC),
+                                  quantization)
         else:
             found = self._add(f"operand_{index}_nhwc", tuple(dims[i] for i in TO_NHWC), kind,
-                              None)
+                              None, quantization)
             self._transpose(self.tensor(index), found, TO_NHWC)
         self.nhwc[index] = found
         return found
@@ -162,9 +195,9 @@ class Writer:
     def nhwc_output(self, index: int) -> int:
         """A new tensor for output operand ``index`` (rank 4, NCHW) computed in NHWC."""
         dims = self.model.inferred_dims[index]
-        kind, _ = TENSOR_TYPES[self.model.operands[index].type]
-        found = self.nhwc[index] = self._add(f"operand_{index}_nhwc",
-                                             tuple(dims[i] for i in TO_NHWC), kind, None)
+        kind, _, quantization = self.form(index)
+        found = self.nhwc[index] = self._add(
+            f"operand_{index}_nhwc", tuple(dims[i] for i in TO_NHWC), kind, None, quantization)
         return found
 
     def output(self, index: int, nhwc: bool) -> int:
@@ -179,13 +212,19 @@ class Writer:
         return found
 
     def add_tensor(self, name: str, dims: tuple[int, ...],
-                   kind: int = fb.TensorType.FLOAT32) -> int:
+                   kind: int = fb.TensorType.FLOAT32, quantization: Any = None) -> int:
         """A new tensor computed in the partition (no operand of its own)."""
-        return self._add(name, dims, kind, None)
+        return self._add(name, dims, kind, None, quantization)
 
-    def constant(self, name: str, value: Array) -> int:
+    def like(self, name: str, tensor: int, dims: tuple[int, ...]) -> int:
+        """A new tensor of ``tensor``'s type and quantisation with ``dims``."""
+        source = self.tensors[tensor]
+        return self._add(name, dims, source.type, None, source.quantization)
+
+    def constant(self, name: str, value: Array, quantization: Any = None) -> int:
         """A new constant tensor (int32 shapes and the like) holding ``value``."""
-        return self._add(name, value.shape, _BY_DTYPE[value.dtype], np.ascontiguousarray(value))
+        return self._add(name, value.shape, _BY_DTYPE[value.dtype], np.ascontiguousarray(value),
+                         quantization)
 
     def cast(self, source: int, kind: int) -> int:
         """A new tensor of TFLite type ``kind`` holding tensor ``source`` converted by a CAST."""
@@ -229,12 +268,14 @@ class Writer:
         self.operator(fb.BuiltinOperator.TRANSPOSE, [source, order], [target],
                       fb.BuiltinOptions.TransposeOptions, fb.TransposeOptionsT())
 
-    def _add(self, name: str, dims: tuple[int, ...], kind: int, data: Array | None) -> int:
+    def _add(self, name: str, dims: tuple[int, ...], kind: int, data: Array | None,
+             quantization: Any = None) -> int:
         tensor = fb.TensorT()
         tensor.name = name.encode()
         tensor.shape = np.asarray(dims, np.int32)
         tensor.type = kind
         tensor.buffer = 0
+        tensor.quantization = quantization
         if data is not None:
             buffer = fb.BufferT()
             buffer.data = np.frombuffer(data.tobytes(), np.uint8)

@@ -52,7 +52,7 @@ class HalContext:
 def compare(variant: CaseVariant, outputs: Sequence[Any], what: str) -> None:
     """``AssertionError`` if ``outputs`` are not ``variant``'s expected results."""
     try:
-        check_variant(variant, lambda model, feed: outputs)
+        check_variant(variant, lambda model, feed: outputs, driver=True)
     except AssertionError as exc:
         raise AssertionError(f"{what}: {exc}") from None
 

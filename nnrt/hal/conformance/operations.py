@@ -2,8 +2,9 @@
 
 Every case variant of :mod:`nnrt.testing` (or a seeded sample of them) whose one-operation model
 the driver supports is prepared, executed through the public HAL methods and compared by
-:func:`nnrt.testing.check_variant`. Variants the driver does not support are skipped. Also picks
-the *probe*: one supported case model the HAL and process checks exercise.
+:func:`nnrt.testing.check_variant` as a driver's (quantised outputs within NNAPI's one step, also
+where a case pins the reference's exact rounding). Variants the driver does not support are
+skipped. Also picks the *probe*: one supported case model the HAL and process checks exercise.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def run_variants(driver: Driver, variants: Sequence[CaseVariant]) -> OpResults:
 
     for variant in variants:
         try:
-            check_variant(variant, runner)
+            check_variant(variant, runner, driver=True)
         except _NotSupported:
             skipped += 1
             if unsupported is None:

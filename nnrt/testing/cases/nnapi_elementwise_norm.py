@@ -4,7 +4,7 @@ Part of :mod:`nnrt.testing.cases.nnapi_elementwise` (which re-exports ``CASES``)
 the sources. Several specs write a 4-D example once and let the test generator derive every
 rank and axis from it (``AddAllDimsAndAxis``, ``AddDims``): the spec's last axis is moved to
 the target position and the leading dimensions are dropped by taking their index 0.
-:func:`_dims_and_axis` repeats that data transformation on the literal inputs and outputs.
+:func:`dims_and_axis` repeats that data transformation on the literal inputs and outputs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ CASES: list[OpCase] = []
 Array = np.ndarray[Any, Any]
 
 
-def _dims_and_axis(data4d: Array, rank: int, axis: int) -> Array:
+def dims_and_axis(data4d: Array, rank: int, axis: int) -> Array:
     """The generator's rank-``rank`` version of 4-D spec data with its last axis at ``axis``."""
     drop = 4 - rank
     moved = np.moveaxis(data4d, -1, axis % rank + drop)
@@ -31,16 +31,16 @@ def _dims_and_axis(data4d: Array, rank: int, axis: int) -> Array:
 
 
 #: (rank, axis) pairs: every rank and position, written negative for every other one.
-_RANK_AXES = [(r, a if (r + a) % 2 == 0 else a - r) for r in range(1, 5) for a in range(r)]
+RANK_AXES = [(r, a if (r + a) % 2 == 0 else a - r) for r in range(1, 5) for a in range(r)]
 
 
 def _all_dims_and_axis(name: str, op: Op, x4: Array, y4: Array,
                        params: Callable[[int | None], Sequence[Arg]],
-                       pairs: Sequence[tuple[int, int | None]] = tuple(_RANK_AXES)) -> None:
+                       pairs: Sequence[tuple[int, int | None]] = tuple(RANK_AXES)) -> None:
     """One case per (rank, axis); axis None means the axis input left out (last axis)."""
     for rank, axis in pairs:
-        x = _dims_and_axis(x4, rank, -1 if axis is None else axis)
-        y = _dims_and_axis(y4, rank, -1 if axis is None else axis)
+        x = dims_and_axis(x4, rank, -1 if axis is None else axis)
+        y = dims_and_axis(y4, rank, -1 if axis is None else axis)
         tag = "noaxis" if axis is None else f"axis{axis}".replace("-", "m")
         CASES.append(OpCase(f"{name}_rank{rank}_{tag}", op, (f32(x), *params(axis)),
                             (out(T.TENSOR_FLOAT32, y.shape, y),)))
@@ -61,7 +61,7 @@ for _suffix, _x, _y, _beta in (("", _SM_X1, _SM_Y1, 1.0), ("_2", _SM_X2, _SM_Y2,
         return [f32s(beta)] if axis is None else [f32s(beta), i32s(axis)]
 
     _all_dims_and_axis(f"softmax_nnapi_softmax_v1_2{_suffix}", Op.SOFTMAX, _x, _y, _sm_params,
-                       [(1, None), (3, None), (4, None), *_RANK_AXES])
+                       [(1, None), (3, None), (4, None), *RANK_AXES])
 
 # log_softmax.mod.py (V1_3): rank-5 inputs (derived from TF Lite's activations_test.cc).
 for _suffix, _lsm_dims, _lsm_x, _lsm_beta, _lsm_axis, _lsm_y in (
@@ -109,7 +109,7 @@ for _suffix, _radius, _bias, _alpha, _beta, _row, _pairs in (
          [(4, a) for a in (-4, 1, -2, 3)]),
         ("radius2", 2, 9.0, 4.0, 0.5,
          [-.26492569, .12510864, .14011213, .26726127, -.16178755, .0244266],
-         [(1, None), (2, None), (3, None), *_RANK_AXES])):
+         [(1, None), (2, None), (3, None), *RANK_AXES])):
     def _lrn_params(axis: int | None, p: tuple[int, float, float, float] = (
             _radius, _bias, _alpha, _beta)) -> list[Arg]:
         scalars = [i32s(p[0]), f32s(p[1]), f32s(p[2]), f32s(p[3])]

@@ -10,8 +10,8 @@ An optional input the spec declares with zero dims and feeds no data is a zero-s
 here (NNAPI's way of omitting it, which the kernels must accept); one declared with real dims
 and no data is omitted (NO_VALUE). Outputs a spec ignores get :mod:`.sequence_lstm`'s
 independent float64 reference: LSTM's scratch buffer (nnrt's documented gate layout), the
-backward output of ``bidirectional_sequence_lstm_norm_fw_output`` and the cell states of the
-V1_3 state outputs. Cases whose stem names a V1_2 / V1_3 spec not stored in the mirrors used
+backward output of ``bidirectional_sequence_lstm_norm_fw_output``, the cell states of the
+V1_3 state outputs and those ``lstm2_state2`` / ``lstm3_state3`` ignore. Cases whose stem names a V1_2 / V1_3 spec not stored in the mirrors used
 (batch-major, merged, auxiliary, parallel-linking and state-output examples) are derived from
 the transcribed vectors by the transformations those specs apply (transposition,
 concatenation, zero weights plus an auxiliary copy), as their comments say.
@@ -58,14 +58,17 @@ def _literal(values: Sequence[Any], *dims: int) -> Any:
 # -- LSTM -----------------------------------------------------------------------------------
 
 def _lstm(name: str, inputs: Sequence[Arg], units: int, outputs: Sequence[Any]) -> None:
-    """An LSTM case: literal output state, cell state and output; the reference scratch."""
-    h_out, c_out, result = (np.asarray(o, np.float64) for o in outputs)
+    """An LSTM case: literal output state, cell state and output; the reference scratch, and
+    the reference cell state where the spec ignores it (``outputs[1]`` None)."""
+    h_out, result = (np.asarray(o, np.float64) for o in (outputs[0], outputs[2]))
+    c_out = None if outputs[1] is None else np.asarray(outputs[1], np.float64)
     batch = h_out.shape[0]
     cifg = inputs[1].omitted or np.size(inputs[1].value) == 0
-    shapes = [(batch, units * (3 if cifg else 4)), h_out.shape, c_out.shape, result.shape]
+    shapes = [(batch, units * (3 if cifg else 4)), h_out.shape, (batch, units), result.shape]
 
     def reference(*args: Any) -> list[Any]:
-        return [lstm_op_reference(*args)[0], h_out, c_out, result]
+        computed = lstm_op_reference(*args)
+        return [computed[0], h_out, computed[2] if c_out is None else c_out, result]
 
     CASES.append(OpCase(f"lstm_nnapi_{name}", Op.LSTM, tuple(inputs),
                         tuple(out(F32, s) for s in shapes), reference=reference))
@@ -90,30 +93,74 @@ for _stem, _ex in (("lstm", d.LSTM1_EX), ("lstm_state", d.LSTM1_STATE_EX)):
                   _f(_ex["c"], 1, 4), *_scalars()], 4,
           [_literal(_ex["h_out"], 1, 4), _literal(_ex["c_out"], 1, 4), _literal(_ex["out"], 1, 4)])
 
-# lstm2.mod.py (V1_0): CIFG and peepholes.
-_lstm("lstm2", [
-    _f(d.LSTM2_EX["input"], 1, 2), _empty(4, 2), _f(d.LSTM2_I2F, 4, 2), _f(d.LSTM2_I2C, 4, 2),
-    _f(d.LSTM2_I2O, 4, 2), _empty(4, 4), _f(d.LSTM2_R2F, 4, 4), _f(d.LSTM2_R2C, 4, 4),
-    _f(d.LSTM2_R2O, 4, 4), _empty(0), _f(d.LSTM2_C2F, 4), _f(d.LSTM2_C2O, 4), _empty(4),
-    _f([1.0] * 4, 4), _f([0.0] * 4, 4), _f([0.0] * 4, 4), _empty(0, 0), _empty(0),
-    _f([0.0] * 4, 1, 4), _f([0.0] * 4, 1, 4), *_scalars()], 4,
-    [_literal(d.LSTM2_EX["h_out"], 1, 4), _literal(d.LSTM2_EX["c_out"], 1, 4),
-     _literal(d.LSTM2_EX["out"], 1, 4)])
+def _lstm2_inputs(x: Sequence[float], h: Sequence[float], c: Sequence[float]) -> list[Arg]:
+    """lstm2.mod.py's LSTM (CIFG, peepholes) on input ``x`` and states ``h``, ``c``."""
+    return [
+        _f(x, 1, 2), _empty(4, 2), _f(d.LSTM2_I2F, 4, 2), _f(d.LSTM2_I2C, 4, 2),
+        _f(d.LSTM2_I2O, 4, 2), _empty(4, 4), _f(d.LSTM2_R2F, 4, 4), _f(d.LSTM2_R2C, 4, 4),
+        _f(d.LSTM2_R2O, 4, 4), _empty(0), _f(d.LSTM2_C2F, 4), _f(d.LSTM2_C2O, 4), _empty(4),
+        _f([1.0] * 4, 4), _f([0.0] * 4, 4), _f([0.0] * 4, 4), _empty(0, 0), _empty(0),
+        _f(h, 1, 4), _f(c, 1, 4), *_scalars()]
 
-# lstm3.mod.py (V1_0): peepholes and projection, 2 batches, 20 cells, 16 outputs.
-_lstm("lstm3", [
-    _f(d.LSTM3_INPUT, 2, 5), _f(d.LSTM3_INPUT_TO_INPUT, 20, 5),
-    _f(d.LSTM3_INPUT_TO_FORGET, 20, 5), _f(d.LSTM3_INPUT_TO_CELL, 20, 5),
-    _f(d.LSTM3_INPUT_TO_OUTPUT, 20, 5), _f(d.LSTM3_RECURRENT_TO_INPUT, 20, 16),
-    _f(d.LSTM3_RECURRENT_TO_FORGET, 20, 16), _f(d.LSTM3_RECURRENT_TO_CELL, 20, 16),
-    _f(d.LSTM3_RECURRENT_TO_OUTPUT, 20, 16), _f(d.LSTM3_CELL_TO_INPUT, 20),
-    _f(d.LSTM3_CELL_TO_FORGET, 20), _f(d.LSTM3_CELL_TO_OUTPUT, 20),
-    _f(d.LSTM3_INPUT_GATE_BIAS, 20), _f(d.LSTM3_FORGET_GATE_BIAS, 20),
-    _f(d.LSTM3_CELL_GATE_BIAS, 20), _f(d.LSTM3_OUTPUT_GATE_BIAS, 20),
-    _f(d.LSTM3_PROJECTION, 16, 20), _empty(0), _f([0.0] * 32, 2, 16), _f([0.0] * 40, 2, 20),
-    *_scalars()], 20,
-    [_literal(d.LSTM3_OUTPUT_STATE_OUT, 2, 16), _literal(d.LSTM3_CELL_STATE_OUT, 2, 20),
-     _literal(d.LSTM3_OUTPUT, 2, 16)])
+
+# lstm2.mod.py (V1_0): CIFG and peepholes, from zero states; lstm2_state.mod.py and
+# lstm2_state2.mod.py (V1_0, via ONE): the next two steps from the previous outputs (the
+# second ignores its state outputs: the output state is the output, the cell state the
+# reference's).
+_lstm("lstm2", _lstm2_inputs(d.LSTM2_EX["input"], [0.0] * 4, [0.0] * 4), 4,
+      [_literal(d.LSTM2_EX["h_out"], 1, 4), _literal(d.LSTM2_EX["c_out"], 1, 4),
+       _literal(d.LSTM2_EX["out"], 1, 4)])
+_LSTM2_STATE_H = [-0.423122, -0.0121822, 0.24201, -0.0812458]
+_LSTM2_STATE_C = [-0.978419, -0.139203, 0.338163, -0.0983904]
+_lstm("lstm2_state", _lstm2_inputs([3.0, 4.0], d.LSTM2_EX["h_out"], d.LSTM2_EX["c_out"]), 4,
+      [_literal(_LSTM2_STATE_H, 1, 4), _literal(_LSTM2_STATE_C, 1, 4),
+       _literal([-0.42312205, -0.01218222, 0.24201041, -0.08124574], 1, 4)])
+_LSTM2_STATE2_OUT = [-0.358325, -0.04621704, 0.21641694, -0.06471302]
+_lstm("lstm2_state2", _lstm2_inputs([1.0, 1.0], _LSTM2_STATE_H, _LSTM2_STATE_C), 4,
+      [_literal(_LSTM2_STATE2_OUT, 1, 4), None, _literal(_LSTM2_STATE2_OUT, 1, 4)])
+
+
+def _lstm3_inputs(x: Sequence[float], h: Sequence[float], c: Sequence[float]) -> list[Arg]:
+    """lstm3.mod.py's LSTM (peepholes, projection) on input ``x`` and states ``h``, ``c``."""
+    return [
+        _f(x, 2, 5), _f(d.LSTM3_INPUT_TO_INPUT, 20, 5),
+        _f(d.LSTM3_INPUT_TO_FORGET, 20, 5), _f(d.LSTM3_INPUT_TO_CELL, 20, 5),
+        _f(d.LSTM3_INPUT_TO_OUTPUT, 20, 5), _f(d.LSTM3_RECURRENT_TO_INPUT, 20, 16),
+        _f(d.LSTM3_RECURRENT_TO_FORGET, 20, 16), _f(d.LSTM3_RECURRENT_TO_CELL, 20, 16),
+        _f(d.LSTM3_RECURRENT_TO_OUTPUT, 20, 16), _f(d.LSTM3_CELL_TO_INPUT, 20),
+        _f(d.LSTM3_CELL_TO_FORGET, 20), _f(d.LSTM3_CELL_TO_OUTPUT, 20),
+        _f(d.LSTM3_INPUT_GATE_BIAS, 20), _f(d.LSTM3_FORGET_GATE_BIAS, 20),
+        _f(d.LSTM3_CELL_GATE_BIAS, 20), _f(d.LSTM3_OUTPUT_GATE_BIAS, 20),
+        _f(d.LSTM3_PROJECTION, 16, 20), _empty(0), _f(h, 2, 16), _f(c, 2, 20), *_scalars()]
+
+
+# lstm3.mod.py (V1_0): peepholes and projection, 2 batches, 20 cells, 16 outputs, from zero
+# states; lstm3_state3.mod.py (V1_0, via ONE): a later step from given states (its state
+# outputs ignored: the output state is the output, the cell state the reference's).
+_lstm("lstm3", _lstm3_inputs(d.LSTM3_INPUT, [0.0] * 32, [0.0] * 40), 20,
+      [_literal(d.LSTM3_OUTPUT_STATE_OUT, 2, 16), _literal(d.LSTM3_CELL_STATE_OUT, 2, 20),
+       _literal(d.LSTM3_OUTPUT, 2, 16)])
+_LSTM3_STATE3_OUT = [
+    -0.0189322, 0.0464512, -0.00251373, 0.0225745, -0.0308346, -0.0317124, 0.0460407,
+    -0.0189395, 0.0149363, -0.0530162, -0.0150767, -0.0340193, 0.0286833, 0.00824207,
+    0.0264887, 0.0305169, -0.0264787, 0.0387855, -0.000764675, 0.0217599, -0.037537,
+    -0.0335206, 0.0431679, -0.0211424, 0.010203, -0.062785, -0.00832363, -0.025181, 0.0412031,
+    0.0118723, 0.0239643, 0.0394009]
+_lstm("lstm3_state3", _lstm3_inputs(
+    [0.867394, 0.291279, 0.013714, 0.482521, 0.626339, 0.082922, 0.563329, 0.865614, 0.333232,
+     0.259916],
+    [-0.0213783, 0.0350169, 0.000324787, 0.0276012, -0.0263374, -0.0371449, 0.0446149,
+     -0.0205474, 0.0103729, -0.0576349, -0.0150052, -0.0292043, 0.0376827, 0.0136115,
+     0.0243435, 0.0354492, -0.0204549, 0.0450315, -0.00117379, 0.0167673, -0.0375007,
+     -0.0238314, 0.038784, -0.0174034, 0.0131743, -0.0506589, -0.00484469, -0.0240239,
+     0.0325789, 0.00790064, 0.0220157, 0.0333314],
+    [-0.126572, -0.121882, 0.121569, 0.0489971, -0.240177, -0.124685, -0.122565, 0.0162748,
+     0.0317536, -0.0270355, 0.0418199, -0.179755, -0.327279, -0.0342741, 0.133831,
+     -0.0238279, 0.122148, 0.269115, 0.185989, 0.525976, -0.167208, -0.109612, 0.0531226,
+     0.0695387, -0.248335, -0.134123, -0.108246, 0.00628498, 0.0492984, -0.0264919,
+     0.0698144, -0.0635602, -0.295363, -0.0760078, 0.102725, -0.0351708, 0.149804, 0.259131,
+     0.202573, 0.500664]), 20,
+    [_literal(_LSTM3_STATE3_OUT, 2, 16), None, _literal(_LSTM3_STATE3_OUT, 2, 16)])
 
 
 def _ln_weights(*, cifg: bool) -> list[Arg]:

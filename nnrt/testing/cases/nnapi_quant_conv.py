@@ -359,6 +359,38 @@ for _suffix, _shift, _make in (("quant8_2", 128, u8), ("quant8_signed_2", 0, s8)
          i32([4, 8, 12, 16], scale=0.25), *_ints(VALID, 1, 1, 2, 0)],
         qout(np.add(_DW2[2], _shift), (1, 2, 1, 4), _make(1.0, _shift - 1), literal=True))
 
+# V1_2/depthwise_conv2d_v1_2.mod.py: the quant8 variation of its four float examples (NHWC and
+# NCHW; bias scale input x filter scale, as the spec gives it).
+_DW_V12_1 = _Float(([10, 21, 10, 22, 10, 23, 10, 24, 10, 25, 10, 26, 10, 27, 10, 28, 10, 29],
+                    (1, 3, 3, 2)),
+                   ([.25, 0, .2, 0, .25, 0, 0, .3, .25, 0, 0, 0, .25, .1, 0, 0], (1, 2, 2, 4)),
+                   [1, 2, 3, 4], (*_ints(0, 0, 0, 0, 1, 1, 2, 0), bools(False)), (1, 2, 2, 4),
+                   [11, 3, 7.2, 10.6, 11, 3, 7.4, 10.9, 11, 3, 7.8, 11.5, 11, 3, 8.0, 11.8],
+                   layout=11)
+_DW_V12 = {
+    "": (_DW_V12_1, (u8(0.5, 0), u8(0.01, 0), u8(0.1, 0))),
+    "_2": (_Float(([1, 2, 7, 8, 3, 4, 9, 10, 5, 6, 11, 12], (1, 3, 2, 2)),
+                  ([1, 2, 3, 4, -9, 10, -11, 12, 5, 6, 7, 8, 13, -14, 15, -16], (1, 2, 2, 4)),
+                  [1, 2, 3, 4], (*_ints(VALID, 1, 1, 2, 0), bools(False)), (1, 2, 1, 4),
+                  [71, -34, 99, -20, 91, -26, 127, -4], layout=8),
+           (u8(0.5, 128), u8(0.5, 128), u8(1.0, 100))),
+    "_large": (_Float(([10, 21, 10, 22, 10, 23, 10, 24], (1, 2, 2, 2)),
+                      ([.25, 0, .25, 1, .25, 0, .25, 1], (1, 2, 2, 2)), [100, 200],
+                      (*_ints(0, 0, 0, 0, 1, 1, 1, 0), bools(False)), (1, 1, 1, 2), [110, 246],
+                      layout=11),
+               (u8(0.5, 100), u8(0.125, 128), u8(2.0, 128))),
+    "_large_2": (_Float(([10, 21, 10, 0, 10, 22, 20, 0, 10, 23, 30, 0, 10, 24, 40, 0],
+                         (1, 2, 2, 4)),
+                        ([.25, 0, 10, 50, .25, 1, 20, 50, .25, 0, 30, 50, .25, 1, 40, 50],
+                         (1, 2, 2, 4)), [6000, 7000, 8000, 9000],
+                        (*_ints(0, 0, 0, 0, 1, 1, 1, 0), bools(False)), (1, 1, 1, 4),
+                        [6010, 7046, 11000, 9000], layout=11),
+                 (u8(0.5, 128), u8(0.25, 0), u8(50.0, 0))),
+}
+for _stem, (_example, _variation) in _DW_V12.items():
+    _quantised(f"depthwise_conv_2d_nnapi_depthwise_conv2d_v1_2{_stem}", Op.DEPTHWISE_CONV_2D,
+               _example, {"quant8": _variation})
+
 # V1_3/depthwise_conv2d_quant8_signed.mod.py: the dilation examples (layout and dilation
 # factors), the literal signed ones and DEPTHWISE_CONV2D_NCHW (no dilation factors).
 _DW_1 = _Float(([10, 21, 10, 22, 10, 23, 10, 24, 10, 25, 10, 26, 10, 27, 10, 28, 10, 29],
@@ -446,11 +478,15 @@ _quantised("grouped_conv_2d_nnapi_grouped_conv2d_large", Op.GROUPED_CONV_2D, _GC
 _quantised("grouped_conv_2d_nnapi_grouped_conv2d_channel", Op.GROUPED_CONV_2D, _GC_3, {
     "quant8": (u8(0.5, 0), u8(0.25, 0), u8(2.0, 60)),
     "channel_quant8": (u8(0.5, 0), chan(0, *[0.25, 0.3] * 3), u8(2.0, 60))})
-# nnrt: the same vectors as TENSOR_QUANT8_ASYMM_SIGNED (V1_2's scales, zero points - 128).
-_quantised("grouped_conv_2d_nnrt_signed_grouped_conv2d", Op.GROUPED_CONV_2D, _GC_1, {
+# V1_3/grouped_conv2d_quant8_signed.mod.py (as generated): test 1 with all four activations
+# in its quant8_signed, quant8_signed "_2" (output scale 0.05) and channelQuant8 variations —
+# V1_2's, zero points shifted by -128.
+_quantised("grouped_conv_2d_nnapi_grouped_conv2d_quant8_signed", Op.GROUPED_CONV_2D, _GC_1, {
     "quant8_signed": (s8(0.25, -28), s8(0.25, 0), s8(0.5, -48)),
-    "channel_quant8_signed": (s8(0.25, -28), chan(0, 0.25, 0.5), s8(0.5, -48))},
-    activation=10)
+    "quant8_signed_2": (s8(0.25, -28), s8(0.25, 0), s8(0.05, -48)),
+    "channel_quant8": (s8(0.25, -28), chan(0, 0.25, 0.5), s8(0.5, -48))}, activation=10)
+# nnrt: tests 2 and 3 as TENSOR_QUANT8_ASYMM_SIGNED (V1_2's scales, zero points - 128; the
+# V1_3 file's own variations of them were not checked).
 _quantised("grouped_conv_2d_nnrt_signed_grouped_conv2d_large", Op.GROUPED_CONV_2D, _GC_2, {
     "quant8_signed": (s8(0.25, 0), s8(1.0, -128), s8(10.0, -28))})
 _quantised("grouped_conv_2d_nnrt_signed_grouped_conv2d_channel", Op.GROUPED_CONV_2D, _GC_3, {

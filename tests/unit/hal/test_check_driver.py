@@ -208,3 +208,18 @@ def test_bad_arguments(bad: Any) -> None:
         check_driver("reference", variants=bad)
     with pytest.raises(BadData, match="factory"):
         check_driver(nnrt.Model, variants=0)  # type: ignore[arg-type]
+
+
+def test_a_driver_is_held_to_nnapis_one_step_where_a_case_pins_exact_rounding() -> None:
+    from nnrt.testing.check import check_variant
+    from nnrt.testing.spec import OpCase, expand, i32s, q8
+
+    case = OpCase("add_exact_tie", OperationType.ADD, (q8([1], 0.5, 0), q8([0], 0.5, 0), i32s(0)),
+                  (q8([1], 0.5, 0),), variants=("base",), tolerance=(0.0, 0.0))
+    variant = expand(case)[0]
+    one_off = np.array([2], np.uint8)
+    check_variant(variant, lambda model, feed: [one_off], driver=True)
+    with pytest.raises(AssertionError, match="more than 0 quantisation step"):
+        check_variant(variant, lambda model, feed: [one_off])
+    with pytest.raises(AssertionError, match="more than 1 quantisation step"):
+        check_variant(variant, lambda model, feed: [one_off + 1], driver=True)
