@@ -18,8 +18,9 @@ takes less than NNAPI allows, each refused with its reason:
 * TFLite's builtin MUL holds the rescaled product plus the zero point in 16 bits: a MUL whose
   product could pass that is refused (:func:`_mul`);
 * data-moving operations copy bytes: their output must keep the input's scale and zero point
-  (NNAPI requires it of most; CONCATENATION of int8 inputs with other scales is refused, as
-  TFLite's int8 kernel does not rescale; its uint8 kernel rescales as NNAPI does);
+  (NNAPI requires it of most; a CONCATENATION of inputs with other scales is refused: TFLite's
+  int8 kernel does not rescale, and a uint8 region with per-channel filters is computed in
+  int8);
 * MAXIMUM / MINIMUM compare the stored integers: every tensor must share one quantisation;
 * a DEQUANTIZE of a constant (XNNPACK takes it for weights to unpack, and fails).
 
@@ -117,10 +118,10 @@ def _weights(model: Model, ctx: OperationContext) -> str | None:
 
 def _concatenation(model: Model, ctx: OperationContext) -> str | None:
     out = _quant(ctx.output_operand(0))
-    if ctx.output_type(0) == T.TENSOR_QUANT8_ASYMM_SIGNED and any(
-            _quant(ctx.operand(i)) != out for i in range(ctx.n_inputs - 1)):
-        return ("CONCATENATION of TENSOR_QUANT8_ASYMM_SIGNED inputs with scales or zero points "
-                "other than the output's (TFLite's int8 kernel does not rescale)")
+    if any(_quant(ctx.operand(i)) != out for i in range(ctx.n_inputs - 1)):
+        return ("quantised CONCATENATION of inputs with scales or zero points other than the "
+                "output's (TFLite's int8 kernel does not rescale, and a uint8 region may be "
+                "computed in int8)")
     return None
 
 
