@@ -1,6 +1,6 @@
 """Quantised ONNX models: QDQ groups folded into NNAPI's quantised operations (operand types,
 scales, zero points, layouts), QLinearConv / QLinearMatMul, what stays float, and what is
-reported. The numbers are checked end to end in ``tests/models/test_quantized.py``."""
+reported. The numbers are checked end to end in ``tests/models/test_quantized_models.py``."""
 
 from __future__ import annotations
 
