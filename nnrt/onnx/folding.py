@@ -34,7 +34,8 @@ from nnrt.onnx.graph import Graph, Value
 from nnrt.onnx.node import FOLDS, NodeContext, node_attributes
 from nnrt.onnx.qparams import QParams
 
-__all__ = ["FoldPlan", "fold_group", "quantize_dtype", "quantized_inputs", "read_qparams"]
+__all__ = ["FoldPlan", "fold_group", "quantize_dtype", "quantized_inputs", "read_qparams",
+           "widened_scale"]
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _QUANT_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -81,6 +82,16 @@ def read_qparams(scale: Value | None, zero_point: Value | None, dtype: np.dtype[
     elif axis < 0:
         raise NodeUnsupported(f"a negative axis {axis} needs the input's rank")
     return QParams(np.dtype(kind), scales, zp, axis)
+
+
+def widened_scale(scale: Value | None) -> Value | None:
+    """A known float16 scale of a QLinear operator (QLinearMatMul takes them from opset 21) as
+    float32, which holds it exactly: the quantised operand has the same real scale. Any other
+    scale as it is."""
+    if scale is None or scale.const is None or scale.dtype != np.float16:
+        return scale
+    return Value(scale.name, np.dtype(np.float32), scale.shape,
+                 const=scale.const.astype(np.float32))
 
 
 def quantize_dtype(zero_point: Value | None, attributes: dict[str, Any]) -> np.dtype[Any]:
@@ -176,6 +187,8 @@ def quantized_inputs(graph: Graph, nodes: Sequence[Any], names: Collection[str],
 def _read_params(graph: Graph, node: Any, where: tuple[int, int]) -> QParams | None:
     scale, zero_point = (graph.values.get(node.input[i]) if i < len(node.input) else None
                          for i in where)
+    if node.op_type != "DequantizeLinear":
+        scale = widened_scale(scale)
     try:
         params = read_qparams(scale, zero_point, None, {}, None)
     except NodeUnsupported:

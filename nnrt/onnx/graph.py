@@ -414,15 +414,18 @@ class Graph:
         ONNX names of each output's dims (named where the output's dim stays unknown).
 
         An output that is known, a model input or an earlier output is copied by a CAST to its
-        own type: a model output must be computed by an operation, and an operand cannot be
-        two of these (``Identity`` of an input, an ``If`` branch passing a value through).
+        own type (and quantisation): a model output must be computed by an operation, and an
+        operand cannot be two of these (``Identity`` of an input, an ``If`` branch passing a
+        value through). A known per-channel quantised output, which no NNAPI operation copies,
+        is its plain integers.
         """
         tensors: list[Tensor] = []
         for _, value in outputs:
+            if value.known and value.quant is not None and value.quant.per_axis:
+                value = Value(value.name, value.dtype, value.shape, const=value.const)
             tensor = self.tensor(value)
             if value.known or tensor.index in self._inputs or tensor in tensors:
-                tensor = self.builder.operation(OperationType.CAST, tensor,
-                                                output_types=[tensor.type])[0]
+                tensor = self.builder.operation(OperationType.CAST, tensor)[0]
             tensors.append(tensor)
         self.builder.output(*tensors, names=[n for n, _ in outputs],
                             io_dtypes=["int64" if n in wide and t.type == T.TENSOR_INT32

@@ -55,7 +55,8 @@ ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormaliza
 LayerNormalization InstanceNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax
 ReduceMin ReduceL2 ArgMax Reshape Flatten Squeeze Unsqueeze Transpose Concat Split Slice Gather
 GatherND Expand Tile Pad Resize Shape Size Range ConstantOfShape Constant Identity Dropout
-DepthToSpace SpaceToDepth TopK LSTM If
+DepthToSpace SpaceToDepth TopK LSTM If QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul
+DynamicQuantizeLinear MatMulInteger ConvInteger
 """.split())
 
 HERE = Path(__file__).resolve().parent

@@ -22,6 +22,8 @@ step of a halfway point, some 3 in 10**4 of them, can come out one step apart).
   of ``N`` elements): FULLY_CONNECTED; with per-channel weights, which FULLY_CONNECTED does not
   take, a 1x1 CONV_2D over ``[rows, 1, 1, K]``. MatMul of two int8 tensors computed at
   execution: BATCH_MATMUL (NNAPI's quantised BATCH_MATMUL is int8 only).
+* QLinearMatMul's float16 scales (opset 21) are widened to float32, which holds them exactly:
+  the operands have the same real scales.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from nnrt.model.types import OperationType as Op
-from nnrt.onnx.folding import read_qparams
+from nnrt.onnx.folding import read_qparams, widened_scale
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter, fold
 from nnrt.onnx.ops.conv import convolution
@@ -199,7 +201,8 @@ def _quantized_input(n: NodeContext, index: int, what: str) -> Value:
     quantised value: a quantised tensor of these parameters, or a known integer array."""
     v = n.input(index)
     zero_point = n.input(index + 2) if n.has_input(index + 2) else None
-    params = read_qparams(n.input(index + 1), zero_point, v.dtype, {"axis": 0}, v.rank)
+    params = read_qparams(widened_scale(n.input(index + 1)), zero_point, v.dtype, {"axis": 0},
+                          v.rank)
     if v.quant is not None:
         if not params.same(v.quant):
             n.fail(f"{what} is {v.quant.describe()} quantised, the node reads it as "
@@ -213,7 +216,7 @@ def _quantized_input(n: NodeContext, index: int, what: str) -> Value:
 
 def _output_params(n: NodeContext, index: int, dtype: np.dtype[Any]) -> QParams:
     zero_point = n.input(index + 1) if n.has_input(index + 1) else None
-    return read_qparams(n.input(index), zero_point, dtype, {}, None)
+    return read_qparams(widened_scale(n.input(index)), zero_point, dtype, {}, None)
 
 
 def _int32_bias(n: NodeContext, x: QParams, w: QParams, channels: int) -> Value | None:

@@ -376,6 +376,51 @@ def test_quantisations_nnapi_cannot_hold_are_reported(what: str, attrs: dict[str
         nnrt.onnx.load(proto)
 
 
+@pytest.mark.parametrize("zero_point, axis", [(np.uint8(3), None), (np.int8(-3), None),
+                                              (np.zeros(2, np.int8), 0)])
+def test_a_known_quantised_output_is_returned_as_quantised(zero_point: Array,
+                                                           axis: int | None) -> None:
+    """QuantizeLinear of a constant as a graph output: a per-tensor one is a quantised
+    operand copied by CAST (keeping its scale and zero point), a per-channel one its plain
+    integers."""
+    scale = np.float32(0.5) if axis is None else np.asarray([0.5, 0.25], np.float32)
+    inits = {"c": np.asarray([[0, 2], [-3, 1.34]], np.float32), "s": scale, "z": zero_point}
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["c", "s", "z"], ["y"], axis=axis or 1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [onnx.ValueInfoProto(name="y")], [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    model = nnrt.onnx.load(proto)
+    declared = operand(model, model.outputs[0])
+    if axis is None:
+        assert (declared.scale, declared.zero_point) == (0.5, int(zero_point))
+    else:
+        assert declared.type == T.TENSOR_INT32
+    feed = {"x": np.zeros(1, np.float32)}
+    (got,) = nnrt.reference.run(model, feed)
+    (want,) = ort.InferenceSession(proto.SerializeToString()).run(None, feed)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_quantised_input_returned_unchanged_keeps_its_parameters() -> None:
+    """``QuantizeLinear(DequantizeLinear(q))`` of a quantised graph input is the input: the
+    output's copy (a CAST) keeps its scale and zero point."""
+    inits = [numpy_helper.from_array(np.float32(0.5), "s"),
+             numpy_helper.from_array(np.uint8(3), "z")]
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["f"]),
+         helper.make_node("QuantizeLinear", ["f", "s", "z"], ["y"])], "g",
+        [helper.make_tensor_value_info("q", TensorProto.UINT8, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [3])], inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    model = nnrt.onnx.load(proto)
+    assert ops(model) == [Op.CAST]
+    assert quant(operand(model, model.outputs[0])) == (T.TENSOR_QUANT8_ASYMM, 0.5, 3)
+    q = np.asarray([1, 2, 250], np.uint8)
+    (got,) = nnrt.reference.run(model, {"q": q})
+    np.testing.assert_array_equal(got, q)
+
+
 # -- QLinearConv / QLinearMatMul -------------------------------------------------------------
 
 
@@ -403,6 +448,35 @@ def test_qlinear_conv_and_matmul_are_quantised_nnapi_operations() -> None:
     fc = the(model, Op.FULLY_CONNECTED)
     assert quant(operand(model, fc.inputs[1])) == (T.TENSOR_QUANT8_ASYMM, f32(0.02), 128)
     assert quant(operand(model, fc.outputs[0])) == (T.TENSOR_QUANT8_ASYMM, 0.5, 100)
+
+
+def test_qlinear_matmul_takes_float16_scales_exactly() -> None:
+    """Opset 21 scales may be float16: widened to float32 (exact), the operands hold the same
+    real scales, and the product is the quantised product of those scales (within NNAPI's one
+    step of fixed-point rounding)."""
+    scales = {"as": 0.0066, "bs": 0.00705, "ys": 0.0107}
+    inits = {**{k: np.asarray([v], np.float16) for k, v in scales.items()},
+             "az": np.asarray([113], np.uint8), "bz": np.asarray([114], np.uint8),
+             "yz": np.asarray([118], np.uint8),
+             "b": RNG.integers(0, 256, (4, 3)).astype(np.uint8)}
+    graph = helper.make_graph(
+        [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"],
+                          ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [5, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [5, 3])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    model = nnrt.onnx.load(proto)
+    assert ops(model) == [Op.FULLY_CONNECTED]
+    a_scale, y_scale = (float(np.float16(scales[k])) for k in ("as", "ys"))
+    assert quant(operand(model, model.inputs[0])) == (T.TENSOR_QUANT8_ASYMM, a_scale, 113)
+    assert quant(operand(model, model.outputs[0])) == (T.TENSOR_QUANT8_ASYMM, y_scale, 118)
+    a = RNG.integers(0, 256, (5, 4)).astype(np.uint8)
+    (got,) = nnrt.reference.run(model, {"a": a})
+    product = (a.astype(np.int64) - 113) @ (inits["b"].astype(np.int64) - 114)
+    real = product * (a_scale * float(np.float16(scales["bs"])) / y_scale) + 118
+    want = np.clip(np.rint(real), 0, 255)
+    assert np.abs(got.astype(np.int64) - want).max() <= 1
 
 
 # -- dynamic quantisation --------------------------------------------------------------------
