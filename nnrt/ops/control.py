@@ -328,7 +328,7 @@ def _run_while(ctx: ExecutionContext) -> list[Array]:
 
 
 @register(OperationType.WHILE, inputs=("condition_model", "body_model"), outputs=(),
-          kernel_types={T.SUBGRAPH})
+          kernel_types={T.SUBGRAPH}, shapes_from_values=True)
 class While:
     """WHILE: runs the body model while the condition model gives true."""
 

@@ -94,7 +94,8 @@ class OperationDef:
     #: (:func:`nnrt.ops._framework.extensions.model_extensions`).
     nnapi_max_rank: int | None = None
     #: Whether output shapes depend on the *values* of float inputs, not only on their shapes
-    #: (BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS keep a data-dependent number of boxes): an
+    #: (BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS keep a data-dependent number of boxes, a WHILE
+    #: loop's iteration count may depend on them): an
     #: executor then runs ``prepare`` on every execution instead of reusing the shapes it
     #: computed for the same input shapes.
     shapes_from_values: bool = False
