@@ -100,7 +100,7 @@ def _import(memory: Memory, input_shapes: Mapping[str, Sequence[int]],
     model = schema.parse(memory.ndarray(np.uint8, memory.size))
     index, input_names, output_names = _signature(model, key)
     graph = model.subgraphs[index]
-    sub = Subgraph(model, graph, memory)
+    sub = Subgraph(model, graph, memory, index)
     inputs = [int(t) for t in (graph.inputs if graph.inputs is not None else [])]
     outputs = [int(t) for t in (graph.outputs if graph.outputs is not None else [])]
     names = {t: input_names.get(t) or _name(sub, t) for t in inputs}

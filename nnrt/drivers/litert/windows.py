@@ -187,6 +187,24 @@ def write_resize(writer: Writer, ctx: OperationContext) -> None:
                     options_type, options)
 
 
+def write_depth_space(writer: Writer, ctx: OperationContext) -> None:
+    """DEPTH_TO_SPACE / SPACE_TO_DEPTH, in NHWC (TFLite's kernels are NNAPI's, DCR order)."""
+    op = ctx.operation
+    nchw = flag(ctx, 2)
+    builtin, options_type, options = _DEPTH_SPACE[op.type]
+    options = options()
+    options.blockSize = int(ctx.scalar(1))
+    source, _ = _source(writer, op.inputs[0], nchw)
+    writer.operator(builtin, [source], [writer.output(op.outputs[0], nchw)], options_type,
+                    options)
+
+
+_DEPTH_SPACE: dict[OperationType, tuple[int, int, Any]] = {
+    Op.DEPTH_TO_SPACE: (fb.BuiltinOperator.DEPTH_TO_SPACE,
+                        fb.BuiltinOptions.DepthToSpaceOptions, fb.DepthToSpaceOptionsT),
+    Op.SPACE_TO_DEPTH: (fb.BuiltinOperator.SPACE_TO_DEPTH,
+                        fb.BuiltinOptions.SpaceToDepthOptions, fb.SpaceToDepthOptionsT),
+}
 _RESIZE: dict[OperationType, tuple[int, int, Any]] = {
     Op.RESIZE_NEAREST_NEIGHBOR: (fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
                                  fb.BuiltinOptions.ResizeNearestNeighborOptions,
@@ -200,9 +218,11 @@ WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
     **dict.fromkeys(_BUILTINS, write_window),
     Op.TRANSPOSE_CONV_2D: write_transpose_conv,
     Op.RESIZE_NEAREST_NEIGHBOR: write_resize, Op.RESIZE_BILINEAR: write_resize,
+    Op.DEPTH_TO_SPACE: write_depth_space, Op.SPACE_TO_DEPTH: write_depth_space,
 }
 #: Every builtin these writers write.
 BUILTINS = frozenset({*_BUILTINS.values(), fb.BuiltinOperator.PAD, fb.BuiltinOperator.PADV2,
                       fb.BuiltinOperator.TRANSPOSE_CONV,
                       fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
-                      fb.BuiltinOperator.RESIZE_BILINEAR})
+                      fb.BuiltinOperator.RESIZE_BILINEAR, fb.BuiltinOperator.DEPTH_TO_SPACE,
+                      fb.BuiltinOperator.SPACE_TO_DEPTH})
