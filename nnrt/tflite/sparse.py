@@ -35,12 +35,12 @@ def densify(values: Array, shape: tuple[int, ...], sparsity: Any, where: str) ->
     blocked = [int(d) for d in (sparsity.blockMap if sparsity.blockMap is not None else [])]
     levels = list(sparsity.dimMetadata or [])
     total = rank + len(blocked)
-    if sorted(order) != list(range(total)) or sorted(order[:rank]) != list(range(rank)):
-        raise BadData(f"{where}.traversal_order: {order[:12]} is not an order of the {rank} "
-                      f"dims and {len(blocked)} block dims")
     if len(set(blocked)) != len(blocked) or any(not 0 <= b < rank for b in blocked):
         raise BadData(f"{where}.block_map: {blocked[:12]} must name distinct dims of the "
                       f"rank-{rank} tensor")
+    if sorted(order) != list(range(total)) or sorted(order[:rank]) != list(range(rank)):
+        raise BadData(f"{where}.traversal_order: {order[:12]} is not an order of the {rank} "
+                      f"dims and {len(blocked)} block dims")
     if len(levels) != total:
         raise BadData(f"{where}.dim_metadata: {len(levels)} entries for {total} dims")
     expanded = _expanded_dims(shape, blocked, order, levels, where)
