@@ -17,7 +17,8 @@ from nnrt.tflite.errors import OperatorUnsupported
 from nnrt.tflite.sparse import densify
 from nnrt.tflite.tensors import OperandSpec, buffer_array, constant, operand_spec
 
-__all__ = ["CONVERTERS", "Array", "OpContext", "Subgraph", "converter"]
+__all__ = ["CONVERTERS", "CUSTOM_CONVERTERS", "Array", "OpContext", "Subgraph", "converter",
+           "custom_converter"]
 
 Array = np.ndarray[Any, Any]
 _A = fb.ActivationFunctionType
@@ -167,6 +168,18 @@ class OpContext:
 Converter = Callable[[OpContext], None]
 #: TFLite builtin operator code -> its converter.
 CONVERTERS: dict[int, Converter] = {}
+
+
+#: Custom operator code -> its converter (the custom ops NNAPI operations compute).
+CUSTOM_CONVERTERS: dict[str, Converter] = {}
+
+
+def custom_converter(name: str) -> Callable[[Converter], Converter]:
+    """Register the decorated function as the converter of the custom operator ``name``."""
+    def register(fn: Converter) -> Converter:
+        CUSTOM_CONVERTERS[name] = fn
+        return fn
+    return register
 
 
 def converter(*codes: int) -> Callable[[Converter], Converter]:

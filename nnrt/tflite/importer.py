@@ -24,7 +24,7 @@ from nnrt.model.builder import Tensor
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType, OperationType
 from nnrt.tflite import schema
-from nnrt.tflite.context import CONVERTERS, OpContext, Subgraph
+from nnrt.tflite.context import CONVERTERS, CUSTOM_CONVERTERS, OpContext, Subgraph
 from nnrt.tflite.errors import OperatorUnsupported, UnsupportedOperator, UnsupportedTfliteModel
 
 __all__ = ["load"]
@@ -162,9 +162,10 @@ def _convert(model: Any, sub: Subgraph) -> list[UnsupportedOperator]:
             poisoned.update(ctx.outputs)
             continue
         name = operator_name(model, op)
-        convert = CONVERTERS.get(code)
+        convert = (CUSTOM_CONVERTERS.get(name[len("CUSTOM("):-1])
+                   if code == fb.BuiltinOperator.CUSTOM else CONVERTERS.get(code))
         try:
-            if convert is None or name.startswith("CUSTOM"):
+            if convert is None:
                 raise OperatorUnsupported("no NNAPI conversion")
             convert(ctx)
         except OperatorUnsupported as exc:

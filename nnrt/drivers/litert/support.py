@@ -100,7 +100,7 @@ SELECTED = frozenset({
     Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.NOT_EQUAL, Op.LESS,
     Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL, Op.TILE,
     Op.QUANTIZE, Op.DEQUANTIZE, Op.PAD, Op.PAD_V2, Op.PRELU, Op.RESIZE_BILINEAR,
-    Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH,
+    Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH, Op.HARD_SWISH,
 })
 #: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
 #: better), converted at the partition's edges (:mod:`.dispatch`).
