@@ -14,9 +14,11 @@ from nnrt.model.builder import Arg, ModelBuilder, Omitted, Tensor
 from nnrt.model.model import rename_operand
 from nnrt.model.types import OperandType, OperationType
 from nnrt.tflite.errors import OperatorUnsupported
+from nnrt.tflite.sparse import densify
 from nnrt.tflite.tensors import OperandSpec, buffer_array, constant, operand_spec
 
-__all__ = ["CONVERTERS", "Array", "OpContext", "Subgraph", "converter"]
+__all__ = ["CONVERTERS", "CUSTOM_CONVERTERS", "Array", "OpContext", "Subgraph", "converter",
+           "custom_converter"]
 
 Array = np.ndarray[Any, Any]
 _A = fb.ActivationFunctionType
@@ -27,8 +29,10 @@ _FUSED = {_A.NONE: 0, _A.RELU: 1, _A.RELU_N1_TO_1: 2, _A.RELU6: 3}
 class Subgraph:
     """One TFLite subgraph being imported: the builder and the operand of each tensor."""
 
-    def __init__(self, model: Any, graph: Any, memory: Memory) -> None:
+    def __init__(self, model: Any, graph: Any, memory: Memory, index: int = 0) -> None:
         self.builder = ModelBuilder()
+        self.index = index
+        self._dense: dict[int, Array] = {}
         self.graph = graph
         self.tensors: list[Any] = graph.tensors or []
         self.buffers: list[Any] = model.buffers or []
@@ -45,9 +49,19 @@ class Subgraph:
         return operand_spec(self.tensors[t], self.where(t))
 
     def constant_value(self, t: int) -> Array | None:
-        """The value of tensor ``t`` if it is a constant (has buffer data), else None."""
+        """The value of tensor ``t`` if it is a constant (has buffer data), else None; a
+        sparse constant densified (once)."""
         tensor = self.tensors[t]
-        return buffer_array(tensor, self.buffers[tensor.buffer], self.memory)
+        value = buffer_array(tensor, self.buffers[tensor.buffer], self.memory)
+        if value is None or tensor.sparsity is None:
+            return value
+        dense = self._dense.get(t)
+        if dense is None:
+            shape = tuple(int(d) for d in tensor.shape) if tensor.shape is not None else ()
+            dense = densify(value, shape, tensor.sparsity,
+                            f"tflite: subgraphs[{self.index}].tensors[{t}].sparsity")
+            self._dense[t] = dense
+        return dense
 
     def operand(self, t: int) -> Tensor:
         """The operand holding tensor ``t`` (a constant one is created on first use)."""
@@ -154,6 +168,18 @@ class OpContext:
 Converter = Callable[[OpContext], None]
 #: TFLite builtin operator code -> its converter.
 CONVERTERS: dict[int, Converter] = {}
+
+
+#: Custom operator code -> its converter (the custom ops NNAPI operations compute).
+CUSTOM_CONVERTERS: dict[str, Converter] = {}
+
+
+def custom_converter(name: str) -> Callable[[Converter], Converter]:
+    """Register the decorated function as the converter of the custom operator ``name``."""
+    def register(fn: Converter) -> Converter:
+        CUSTOM_CONVERTERS[name] = fn
+        return fn
+    return register
 
 
 def converter(*codes: int) -> Callable[[Converter], Converter]:

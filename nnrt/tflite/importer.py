@@ -24,7 +24,7 @@ from nnrt.model.builder import Tensor
 from nnrt.model.model import Model
 from nnrt.model.types import OperandType, OperationType
 from nnrt.tflite import schema
-from nnrt.tflite.context import CONVERTERS, OpContext, Subgraph
+from nnrt.tflite.context import CONVERTERS, CUSTOM_CONVERTERS, OpContext, Subgraph
 from nnrt.tflite.errors import OperatorUnsupported, UnsupportedOperator, UnsupportedTfliteModel
 
 __all__ = ["load"]
@@ -100,7 +100,7 @@ def _import(memory: Memory, input_shapes: Mapping[str, Sequence[int]],
     model = schema.parse(memory.ndarray(np.uint8, memory.size))
     index, input_names, output_names = _signature(model, key)
     graph = model.subgraphs[index]
-    sub = Subgraph(model, graph, memory)
+    sub = Subgraph(model, graph, memory, index)
     inputs = [int(t) for t in (graph.inputs if graph.inputs is not None else [])]
     outputs = [int(t) for t in (graph.outputs if graph.outputs is not None else [])]
     names = {t: input_names.get(t) or _name(sub, t) for t in inputs}
@@ -162,9 +162,10 @@ def _convert(model: Any, sub: Subgraph) -> list[UnsupportedOperator]:
             poisoned.update(ctx.outputs)
             continue
         name = operator_name(model, op)
-        convert = CONVERTERS.get(code)
+        convert = (CUSTOM_CONVERTERS.get(name[len("CUSTOM("):-1])
+                   if code == fb.BuiltinOperator.CUSTOM else CONVERTERS.get(code))
         try:
-            if convert is None or name.startswith("CUSTOM"):
+            if convert is None:
                 raise OperatorUnsupported("no NNAPI conversion")
             convert(ctx)
         except OperatorUnsupported as exc:

@@ -141,7 +141,7 @@ def _check_tensor(where: str, tensor: Any, buffers: list[Any]) -> None:
             raise BadData(f"{where}.shape_signature: {dims} does not match shape {shape}")
     _index(f"{where}.buffer", tensor.buffer, len(buffers), "buffers")
     data = buffers[tensor.buffer].data if buffers else None
-    if data is not None and len(data) and tensor.type in ITEMSIZE:
+    if data is not None and len(data) and tensor.type in ITEMSIZE and tensor.sparsity is None:
         expected = math.prod(shape) * itemsize
         if len(data) != expected:
             raise BadData(f"{where}.buffer: buffer {tensor.buffer} holds {len(data)} bytes, "

@@ -112,6 +112,9 @@ def buffer_array(tensor: Any, buffer: Any, memory: Memory) -> Array | None:
     else:
         return None
     itemsize = np.dtype(dtype).itemsize
+    if tensor.sparsity is not None:  # the stored values only (see :mod:`nnrt.tflite.sparse`)
+        shape = (len(raw) // itemsize,)
+        raw = raw[:shape[0] * itemsize]
     found = find_memory(raw)
     if found is not None and found[1] % itemsize == 0:
         return memory.ndarray(np.dtype(dtype).newbyteorder("<"), shape, found[1])

@@ -98,6 +98,8 @@ _FORMS: dict[OperationType, _Form] = {
     Op.RELU: _Form(B.RELU, _plain(None)), Op.RELU1: _Form(B.RELU_N1_TO_1, _plain(None)),
     Op.RELU6: _Form(B.RELU6, _plain(None)), Op.LOGISTIC: _Form(B.LOGISTIC, _plain(None)),
     Op.TANH: _Form(B.TANH, _plain(None)), Op.SQRT: _Form(B.SQRT, _plain(None)),
+    Op.PRELU: _Form(B.PRELU, _plain(None), (0, 1)),
+    Op.HARD_SWISH: _Form(B.HARD_SWISH, _plain(None)),
     Op.CAST: _Form(B.CAST, _cast),
     Op.QUANTIZE: _Form(B.QUANTIZE, _plain(fb.QuantizeOptionsT, fb.BuiltinOptions.QuantizeOptions)),
     Op.DEQUANTIZE: _Form(B.DEQUANTIZE, _plain(fb.DequantizeOptionsT,

@@ -36,6 +36,10 @@ and strides and FILL's dims included), and the parameters have a TFLite equivale
 * com.nnrt.ERF only inside a GELU, EXP only inside a softmax over the last axis
   (:mod:`.patterns`, each written as one builtin): TFLite has no ERF, and LiteRT's EXP kernel
   maps NaN to 0, overflows early and is not accurate to NNAPI's float32 tolerance;
+* PRELU whose alpha broadcasts to the input's shape only (TFLite's PRELU output keeps the
+  input's shape; NNAPI's may grow to alpha's); RESIZE_BILINEAR to the output size resolved at
+  compile time (TFLite's kernel is NNAPI's reference, align_corners and half_pixel_centers
+  alike);
 * UNIDIRECTIONAL_SEQUENCE_LSTM with a tanh, relu or relu6 activation (TFLite's kernel treats
   "none" and sigmoid otherwise).
 
@@ -95,7 +99,8 @@ SELECTED = frozenset({
     Op.EXP, Op.EXPAND_DIMS, Op.SQUEEZE, Op.EQUAL, Op.SELECT, Op.SLICE, Op.POW, Op.GATHER,
     Op.MIRROR_PAD, Op.CAST, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.NOT_EQUAL, Op.LESS,
     Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.STRIDED_SLICE, Op.FILL, Op.TILE,
-    Op.QUANTIZE, Op.DEQUANTIZE, Op.PAD, Op.PAD_V2,
+    Op.QUANTIZE, Op.DEQUANTIZE, Op.PAD, Op.PAD_V2, Op.PRELU, Op.RESIZE_BILINEAR,
+    Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH, Op.HARD_SWISH,
 })
 #: Float tensors: TENSOR_FLOAT16 is computed in float32 (NNAPI allows float16 precision or
 #: better), converted at the partition's edges (:mod:`.dispatch`).
@@ -295,6 +300,14 @@ def _pad(model: Model, ctx: OperationContext) -> str | None:
     return None
 
 
+def _prelu(model: Model, ctx: OperationContext) -> str | None:
+    dims = model.inferred_dims
+    if dims[ctx.operation.outputs[0]] != dims[ctx.operation.inputs[0]]:
+        return ("PRELU whose alpha broadcasts the input (TFLite's PRELU keeps the input's "
+                "shape; alpha may only broadcast to it)")
+    return None
+
+
 _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
     Op.PAD: _pad, Op.PAD_V2: _pad,
     **dict.fromkeys((Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D,
@@ -302,6 +315,6 @@ _RULES: dict[OperationType, Callable[[Model, OperationContext], str | None]] = {
     Op.SOFTMAX: _softmax, Op.NNRT_ERF: _erf, Op.EXP: _exp,
     **dict.fromkeys((Op.MEAN, Op.REDUCE_SUM, Op.REDUCE_MAX), _reduction),
     Op.MAXIMUM: _max_min, Op.MINIMUM: _max_min, Op.DIV: _div, Op.CAST: _cast,
-    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: _lstm, Op.POW: _pow,
+    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: _lstm, Op.POW: _pow, Op.PRELU: _prelu,
     **dict.fromkeys(_ORDERINGS, _ordering),
 }

@@ -169,29 +169,60 @@ def write_transpose_conv(writer: Writer, ctx: OperationContext) -> None:
               options)
 
 
-def write_resize_nearest(writer: Writer, ctx: OperationContext) -> None:
-    """RESIZE_NEAREST_NEIGHBOR to the output size resolved here (sizes or scales alike: the
-    source indices depend on the input and output sizes only, by the same rule)."""
+def write_resize(writer: Writer, ctx: OperationContext) -> None:
+    """RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR to the output size resolved here (sizes or
+    scales alike: the source positions depend on the input and output sizes only, by the same
+    rule in NNAPI and TFLite, whose kernels NNAPI's specify)."""
     op = ctx.operation
     nchw = flag(ctx, 3)
-    options = fb.ResizeNearestNeighborOptionsT()
+    builtin, options_type, options = _RESIZE[op.type]
+    options = options()
     options.alignCorners = flag(ctx, 4)
     options.halfPixelCenters = flag(ctx, 5)
     dims = writer.model.inferred_dims[op.outputs[0]]
     height, width = (dims[2], dims[3]) if nchw else (dims[1], dims[2])
     size = writer.constant(f"size_{ctx.index}", np.asarray([height, width], np.int32))
     source, _ = _source(writer, op.inputs[0], nchw)
-    writer.operator(fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, [source, size],
-                    [writer.output(op.outputs[0], nchw)],
-                    fb.BuiltinOptions.ResizeNearestNeighborOptions, options)
+    writer.operator(builtin, [source, size], [writer.output(op.outputs[0], nchw)],
+                    options_type, options)
+
+
+def write_depth_space(writer: Writer, ctx: OperationContext) -> None:
+    """DEPTH_TO_SPACE / SPACE_TO_DEPTH, in NHWC (TFLite's kernels are NNAPI's, DCR order)."""
+    op = ctx.operation
+    nchw = flag(ctx, 2)
+    builtin, options_type, options = _DEPTH_SPACE[op.type]
+    options = options()
+    options.blockSize = int(ctx.scalar(1))
+    source, _ = _source(writer, op.inputs[0], nchw)
+    writer.operator(builtin, [source], [writer.output(op.outputs[0], nchw)], options_type,
+                    options)
+
+
+_DEPTH_SPACE: dict[OperationType, tuple[int, int, Any]] = {
+    Op.DEPTH_TO_SPACE: (fb.BuiltinOperator.DEPTH_TO_SPACE,
+                        fb.BuiltinOptions.DepthToSpaceOptions, fb.DepthToSpaceOptionsT),
+    Op.SPACE_TO_DEPTH: (fb.BuiltinOperator.SPACE_TO_DEPTH,
+                        fb.BuiltinOptions.SpaceToDepthOptions, fb.SpaceToDepthOptionsT),
+}
+_RESIZE: dict[OperationType, tuple[int, int, Any]] = {
+    Op.RESIZE_NEAREST_NEIGHBOR: (fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
+                                 fb.BuiltinOptions.ResizeNearestNeighborOptions,
+                                 fb.ResizeNearestNeighborOptionsT),
+    Op.RESIZE_BILINEAR: (fb.BuiltinOperator.RESIZE_BILINEAR,
+                         fb.BuiltinOptions.ResizeBilinearOptions, fb.ResizeBilinearOptionsT),
+}
 
 
 WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
     **dict.fromkeys(_BUILTINS, write_window),
     Op.TRANSPOSE_CONV_2D: write_transpose_conv,
-    Op.RESIZE_NEAREST_NEIGHBOR: write_resize_nearest,
+    Op.RESIZE_NEAREST_NEIGHBOR: write_resize, Op.RESIZE_BILINEAR: write_resize,
+    Op.DEPTH_TO_SPACE: write_depth_space, Op.SPACE_TO_DEPTH: write_depth_space,
 }
 #: Every builtin these writers write.
 BUILTINS = frozenset({*_BUILTINS.values(), fb.BuiltinOperator.PAD, fb.BuiltinOperator.PADV2,
                       fb.BuiltinOperator.TRANSPOSE_CONV,
-                      fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR})
+                      fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
+                      fb.BuiltinOperator.RESIZE_BILINEAR, fb.BuiltinOperator.DEPTH_TO_SPACE,
+                      fb.BuiltinOperator.SPACE_TO_DEPTH})

@@ -1,5 +1,5 @@
 """Element-wise builtins: arithmetic with fused activations, activations, unary math,
-MAXIMUM / MINIMUM, and the type conversions (CAST, QUANTIZE, DEQUANTIZE)."""
+MAXIMUM / MINIMUM, the type conversions (CAST, QUANTIZE, DEQUANTIZE) and DENSIFY."""
 
 from __future__ import annotations
 
@@ -54,6 +54,17 @@ def convert_leaky_relu(ctx: OpContext) -> None:
 def convert_cast(ctx: OpContext) -> None:
     """CAST between float32, float16, int32 (int64 held as int32) and bool."""
     ctx.emit(Op.CAST, ctx.input(0))
+
+
+@converter(B.DENSIFY)
+def convert_densify(ctx: OpContext) -> None:
+    """DENSIFY of a sparse constant: the constant, densified at import
+    (:mod:`nnrt.tflite.sparse`)."""
+    t = ctx.inputs[0]
+    if ctx.subgraph.tensors[t].sparsity is None or ctx.subgraph.constant_value(t) is None:
+        raise OperatorUnsupported(f"input 0 ({ctx.subgraph.where(t)}) is not a sparse "
+                                  "constant")
+    ctx.define(0, ctx.input(0))
 
 
 @converter(B.DEQUANTIZE)

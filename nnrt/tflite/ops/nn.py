@@ -14,7 +14,7 @@ from ai_edge_litert import schema_py_generated as fb
 
 from nnrt.model.builder import Tensor
 from nnrt.model.types import OperandType, OperationType
-from nnrt.tflite.context import OpContext, converter
+from nnrt.tflite.context import OpContext, converter, custom_converter
 from nnrt.tflite.errors import OperatorUnsupported
 
 __all__: list[str] = []
@@ -85,6 +85,36 @@ def convert_transpose_conv(ctx: OpContext) -> None:
             raise OperatorUnsupported("quantised TRANSPOSE_CONV without a bias")
     ctx.emit(Op.TRANSPOSE_CONV_2D, data, filt, bias, ctx.builder.constant(shape), _padding(ctx),
              int(ctx.option("strideW")), int(ctx.option("strideH")), ctx.activation(), False)
+
+
+@custom_converter("Convolution2DTransposeBias")
+def convert_transpose_conv_bias(ctx: OpContext) -> None:
+    """MediaPipe's Convolution2DTransposeBias (input, filter [out, h, w, in], bias): a
+    TRANSPOSE_CONV whose custom options are TFLite's ``TfLiteTransposeConvParams`` (int32
+    padding, stride_w, stride_h) and whose output size follows from the input: SAME crops
+    ``max(0, k - (in - 1) % stride - 1)`` in total, the smaller half first (MediaPipe's
+    ``transpose_conv_bias.cc``); explicit NNAPI pads say exactly that."""
+    raw = bytes(np.asarray(ctx.op.customOptions if ctx.op.customOptions is not None else [],
+                           np.uint8))
+    if len(raw) < 12:
+        raise OperatorUnsupported(f"custom_options: {len(raw)} bytes, expected 12 "
+                                  "(padding, stride_w, stride_h as int32)")
+    padding, stride_w, stride_h = (int(v) for v in np.frombuffer(raw[:12], "<i4"))
+    if padding not in _PADDING or stride_w < 1 or stride_h < 1:
+        raise OperatorUnsupported(f"custom_options: padding {padding}, strides "
+                                  f"({stride_w}, {stride_h}): expected SAME (1) or VALID (2) "
+                                  "and positive strides")
+    data, filt = ctx.input(0), ctx.input(1)
+    if len(data.shape) != 4 or len(filt.shape) != 4 or not all(data.shape[1:3]):
+        raise OperatorUnsupported("needs a rank-4 input of known height and width and a "
+                                  "rank-4 filter")
+    pads = []
+    for size, kernel, stride in ((data.shape[2], filt.shape[2], stride_w),
+                                 (data.shape[1], filt.shape[1], stride_h)):
+        total = max(0, kernel - (size - 1) % stride - 1) if padding == fb.Padding.SAME else 0
+        pads += [total // 2, total - total // 2]
+    ctx.emit(Op.TRANSPOSE_CONV_2D, data, filt, ctx.input(2), *pads, stride_w, stride_h, 0,
+             False)
 
 
 @converter(B.AVERAGE_POOL_2D, B.MAX_POOL_2D)

@@ -67,6 +67,14 @@ def convert_transpose(ctx: OpContext) -> None:
     ctx.emit(Op.TRANSPOSE, ctx.input(0), _i32(ctx.ints(1, "perm")))
 
 
+@converter(B.DEPTH_TO_SPACE, B.SPACE_TO_DEPTH)
+def convert_depth_space(ctx: OpContext) -> None:
+    """DEPTH_TO_SPACE / SPACE_TO_DEPTH (NHWC, TFLite's order of the block in the depth is
+    NNAPI's)."""
+    kind = Op.DEPTH_TO_SPACE if ctx.code == B.DEPTH_TO_SPACE else Op.SPACE_TO_DEPTH
+    ctx.emit(kind, ctx.input(0), int(ctx.option("blockSize")))
+
+
 @converter(B.CONCATENATION)
 def convert_concatenation(ctx: OpContext) -> None:
     """CONCATENATION along ``axis``; a fused activation is applied after it."""
