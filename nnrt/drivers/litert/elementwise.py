@@ -144,6 +144,8 @@ def write_elementwise(writer: Writer, ctx: OperationContext) -> None:
         _write_chain(writer, chain, B.HARD_SWISH)
         return
     op = ctx.operation
+    if op.type == Op.CAST and _constant_widening(writer, ctx):
+        return
     form = _SQUARE if _is_square(writer, ctx) else _FORMS[op.type]
     options_type, options = form.options(ctx)
     output = writer.result(ctx.index, options)
@@ -156,6 +158,22 @@ def write_elementwise(writer: Writer, ctx: OperationContext) -> None:
         inputs = [writer.cast(inputs[0], fb.TensorType.FLOAT16)]  # float16's rounding, range
         options.inDataType = fb.TensorType.FLOAT16
     writer.operator(form.builtin, inputs, [writer.output(output, nhwc)], options_type, options)
+
+
+def _constant_widening(writer: Writer, ctx: OperationContext) -> bool:
+    """A CAST of a TENSOR_FLOAT16 constant to TENSOR_FLOAT32 (the float16-weights pattern of
+    TFLite files) written as the float32 constant itself: exact, and XNNPACK then packs the
+    weights it feeds once, where a CAST at execution would make them dynamic (re-packed every
+    run). Not for a partition output or an operand held in NHWC order."""
+    op = ctx.operation
+    if (ctx.input_type(0), ctx.output_type(0)) != (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32):
+        return False
+    value = writer.model.constant_value(op.inputs[0])
+    output = op.outputs[0]
+    if value is None or output in writer.model.outputs or output in writer.nhwc:
+        return False
+    writer.bind_constant(output, np.asarray(value, np.float32))
+    return True
 
 
 def write_erf(writer: Writer, ctx: OperationContext) -> None:

@@ -226,6 +226,14 @@ class Writer:
         return self._add(name, value.shape, _BY_DTYPE[value.dtype], np.ascontiguousarray(value),
                          quantization)
 
+    def bind_constant(self, index: int, value: Array) -> None:
+        """Operand ``index`` (computed in the model) written as a constant holding ``value``,
+        already converted to its form (:meth:`form`)."""
+        kind, dtype, quantization = self.form(index)
+        self._tensor_of[index] = self._add(f"operand_{index}", self.model.inferred_dims[index],
+                                           kind, np.ascontiguousarray(value, dtype),
+                                           quantization)
+
     def cast(self, source: int, kind: int) -> int:
         """A new tensor of TFLite type ``kind`` holding tensor ``source`` converted by a CAST."""
         target = self._add(f"cast_{len(self.tensors)}",

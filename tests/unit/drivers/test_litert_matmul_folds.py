@@ -18,6 +18,7 @@ from nnrt.drivers.litert import LitertDriver
 from nnrt.drivers.litert.flatbuffer import write_partition
 
 Op = nnrt.OperationType
+OT = nnrt.OperandType
 ROWS, DEPTH, UNITS = 6, 8, 5
 RNG = np.random.default_rng(384)
 X = RNG.standard_normal((2, 3, DEPTH)).astype(np.float32)
@@ -118,3 +119,34 @@ def test_pow_of_two_tensors_of_one_shape_overflows_to_inf_as_nnapi_does() -> Non
     es = np.array([3.0, 3.0, 3.0, 2.0], np.float32)
     got = driver.prepare(model).execute([xs, es]).outputs[0]
     np.testing.assert_array_equal(got, nnrt.reference.run(model, [xs, es])[0])
+
+
+def _float16_weights(read_weights: bool) -> nnrt.Model:
+    """TFLite's float16-weights pattern as nnrt.tflite.load writes it: a TENSOR_FLOAT16
+    constant, CAST to float32, as a FULLY_CONNECTED's weights (optionally also an output)."""
+    m = nnrt.Model()
+    x = m.add_operand(OT.TENSOR_FLOAT32, (ROWS, DEPTH))
+    half = m.add_operand(OT.TENSOR_FLOAT16, (UNITS, DEPTH))
+    m.set_operand_value(half, RNG.standard_normal((UNITS, DEPTH)).astype(np.float16))
+    weights = m.add_operand(OT.TENSOR_FLOAT32, (UNITS, DEPTH))
+    m.add_operation(Op.CAST, [half], [weights])
+    bias = m.add_operand(OT.TENSOR_FLOAT32, (UNITS,))
+    m.set_operand_value(bias, np.zeros(UNITS, np.float32))
+    act = m.add_operand(OT.INT32, ())
+    m.set_operand_value(act, 0)
+    y = m.add_operand(OT.TENSOR_FLOAT32, (ROWS, UNITS))
+    m.add_operation(Op.FULLY_CONNECTED, [x, weights, bias, act], [y])
+    m.identify_inputs_and_outputs([x], [y, weights] if read_weights else [y])
+    return m.finish()
+
+
+def test_float16_constant_weights_are_written_widened_not_cast_at_execution() -> None:
+    """XNNPACK packs constant weights once; a CAST at execution would make them dynamic."""
+    x = RNG.standard_normal((ROWS, DEPTH)).astype(np.float32)
+    model = _float16_weights(read_weights=False)
+    assert _builtins(model) == ["FULLY_CONNECTED"]
+    _close_to_reference(model, x)
+    # an output of the partition keeps its CAST (its tensor is written by an operator)
+    model = _float16_weights(read_weights=True)
+    assert "CAST" in _builtins(model)
+    _close_to_reference(model, x)
