@@ -20,7 +20,8 @@ from ai_edge_litert import schema_py_generated as fb
 
 from nnrt.errors import BadData
 
-__all__ = ["FILE_IDENTIFIER", "ITEMSIZE", "MAX_RANK", "builtin_code", "check_model", "parse"]
+__all__ = ["FILE_IDENTIFIER", "ITEMSIZE", "MAX_RANK", "builtin_code", "check_model", "parse",
+           "stored_bytes", "unpack"]
 
 FILE_IDENTIFIER = b"TFL3"
 #: The largest tensor rank accepted, and the largest tensor (bytes) a shape may describe.
@@ -38,34 +39,45 @@ _SUBGRAPH_FIELDS = {fb.WhileOptionsT: ("condSubgraphIndex", "bodySubgraphIndex")
 
 def parse(data: np.ndarray[Any, Any]) -> Any:
     """The ``fb.ModelT`` of the flatbuffer ``data`` (uint8), checked by :func:`check_model`."""
-    size = int(data.size)
-    if size < 8:
-        raise BadData(f"tflite: {size} bytes is too short for a TFLite flatbuffer")
-    if bytes(data[4:8]) != FILE_IDENTIFIER:
-        raise BadData(f"tflite: file identifier: expected {FILE_IDENTIFIER!r}, got "
-                      f"{bytes(data[4:8])!r}")
-    try:
-        _check_expansion(data)
-        model = fb.ModelT.InitFromPackedBuf(data, 0)
-    except BadData:
-        raise
-    except Exception as exc:  # any parse failure of untrusted bytes (truncated, bad offsets)
-        raise BadData(f"tflite: the flatbuffer does not parse (truncated or corrupt): "
-                      f"{exc!r:.200}") from None
-    check_model(model, size)
+    model = unpack(data, "tflite")
+    check_model(model, int(data.size))
     return model
 
 
-def _check_expansion(data: np.ndarray[Any, Any]) -> None:
+def unpack(data: np.ndarray[Any, Any] | bytes, what: str) -> Any:
+    """The ``fb.ModelT`` of the untrusted flatbuffer ``data``, unchecked beyond its structure:
+    ``BadData`` (its message starting with ``what``) unless it has the ``TFL3`` identifier and
+    parses without building more tables than its size allows.
+
+    Shared with the litert driver, which parses its bytecode (a cache or ``.nnrt`` file) so.
+    """
+    size = len(data)
+    if size < 8 or bytes(data[4:8]) != FILE_IDENTIFIER:
+        found = f"{size} bytes is too short" if size < 8 else \
+            f"file identifier {bytes(data[4:8])!r}"
+        raise BadData(f"{what}: not a TFLite flatbuffer (no {FILE_IDENTIFIER.decode()} "
+                      f"identifier): {found}")
+    try:
+        _check_expansion(data, what)
+        return fb.ModelT.InitFromPackedBuf(data, 0)
+    except BadData:
+        raise
+    except Exception as exc:  # any parse failure of untrusted bytes (truncated, bad offsets)
+        raise BadData(f"{what}: does not parse as a TFLite flatbuffer (truncated or corrupt): "
+                      f"{exc!r:.200}") from None
+
+
+def _check_expansion(data: np.ndarray[Any, Any] | bytes, what: str) -> None:
     """Refuse tables shared so often that the object API would build far more objects than the
     file could hold (every vector element takes 4 bytes of its own in an honest file)."""
+    size = len(data)
     root = fb.Model.GetRootAs(data, 0)
     total = root.SubgraphsLength() + root.BuffersLength() + root.OperatorCodesLength()
     for i in range(root.SubgraphsLength()):
         graph = root.Subgraphs(i)
         total += graph.TensorsLength() + graph.OperatorsLength()
-        if total > data.size // 4:
-            raise BadData(f"tflite: subgraphs[{i}]: more tables than a {data.size}-byte file "
+        if total > size // 4:
+            raise BadData(f"{what}: subgraphs[{i}]: more tables than a {size}-byte file "
                           "can hold (shared or corrupt offsets)")
 
 
@@ -140,12 +152,20 @@ def _check_tensor(where: str, tensor: Any, buffers: list[Any]) -> None:
                                                                               strict=False)):
             raise BadData(f"{where}.shape_signature: {dims} does not match shape {shape}")
     _index(f"{where}.buffer", tensor.buffer, len(buffers), "buffers")
-    data = buffers[tensor.buffer].data if buffers else None
-    if data is not None and len(data) and tensor.type in ITEMSIZE and tensor.sparsity is None:
+    stored = stored_bytes(buffers[tensor.buffer])
+    if stored and tensor.type in ITEMSIZE and tensor.sparsity is None:
         expected = math.prod(shape) * itemsize
-        if len(data) != expected:
-            raise BadData(f"{where}.buffer: buffer {tensor.buffer} holds {len(data)} bytes, "
+        if stored != expected:
+            raise BadData(f"{where}.buffer: buffer {tensor.buffer} holds {stored} bytes, "
                           f"shape {shape} needs {expected}")
+
+
+def stored_bytes(buffer: Any) -> int:
+    """The bytes ``buffer`` holds: its ``size`` after the flatbuffer (``offset`` > 1), else
+    its ``data`` (0: no data, the tensor is not a constant)."""
+    if buffer.offset > 1:
+        return int(buffer.size)
+    return 0 if buffer.data is None else len(buffer.data)
 
 
 def _index(where: str, index: Any, count: int, what: str) -> None:

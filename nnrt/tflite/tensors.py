@@ -29,6 +29,7 @@ from nnrt.memory import Memory, find_memory
 from nnrt.model.builder import ModelBuilder, Tensor
 from nnrt.model.types import OperandType
 from nnrt.tflite.errors import OperatorUnsupported
+from nnrt.tflite.schema import stored_bytes
 
 __all__ = ["OperandSpec", "constant", "operand_spec"]
 
@@ -105,12 +106,12 @@ def buffer_array(tensor: Any, buffer: Any, memory: Memory) -> Array | None:
     dtype = _DTYPES.get(tensor.type)
     if dtype is None:
         return None
+    if not stored_bytes(buffer):
+        return None
     if buffer.offset > 1:  # data after the flatbuffer (checked to lie inside the file)
         raw = memory.ndarray(np.uint8, int(buffer.size), int(buffer.offset))
-    elif buffer.data is not None and len(buffer.data):
-        raw = buffer.data
     else:
-        return None
+        raw = buffer.data
     itemsize = np.dtype(dtype).itemsize
     if tensor.sparsity is not None:  # the stored values only (see :mod:`nnrt.tflite.sparse`)
         shape = (len(raw) // itemsize,)

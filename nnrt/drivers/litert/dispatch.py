@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
-from nnrt.drivers.litert.flatbuffer import FILE_IDENTIFIER, WRITTEN
+from nnrt.drivers.litert.flatbuffer import WRITTEN
 from nnrt.errors import BadData, OpFailed
 from nnrt.hal.plugin import Dispatch
 from nnrt.ops.floats import ignoring_float_errors
+from nnrt.tflite.schema import ITEMSIZE, stored_bytes, unpack
 
 __all__ = ["DEFAULT_THREADS", "THREADS", "LitertDispatch", "LitertExecutable", "threads"]
 
@@ -53,9 +54,10 @@ _MAX_RANK = 6
 _MAX_BYTES = 1 << 31
 _ALLOWED = WRITTEN
 #: The tensor types the compiler writes (FLOAT16 only between the two CASTs rounding a value
-#: to float16), and their sizes.
-_ITEMSIZE = {fb.TensorType.FLOAT32: 4, fb.TensorType.INT32: 4, fb.TensorType.BOOL: 1,
-             fb.TensorType.FLOAT16: 2, fb.TensorType.INT8: 1, fb.TensorType.UINT8: 1}
+#: to float16), and their sizes (the TFLite importer's table, :mod:`nnrt.tflite.schema`).
+_ITEMSIZE = {t: ITEMSIZE[t] for t in (fb.TensorType.FLOAT32, fb.TensorType.INT32,
+                                      fb.TensorType.BOOL, fb.TensorType.FLOAT16,
+                                      fb.TensorType.INT8, fb.TensorType.UINT8)}
 #: The tensor types that may carry quantisation parameters (INT32: a quantised bias).
 _QUANTIZED = frozenset({fb.TensorType.INT8, fb.TensorType.UINT8, fb.TensorType.INT32})
 
@@ -193,12 +195,7 @@ def _checked(data: bytes) -> bytes:
     raise, or yield values the checks refuse); LiteRT's interpreter then runs the flatbuffers
     verifier over the same bytes before its native reader follows any offset.
     """
-    if len(data) < 8 or data[4:8] != FILE_IDENTIFIER:
-        raise BadData("litert bytecode is not a TFLite flatbuffer (no TFL3 identifier)")
-    try:
-        model = fb.ModelT.InitFromPackedBuf(data, 0)
-    except Exception as exc:  # any parse failure of untrusted bytes
-        raise BadData(f"litert bytecode does not parse as a TFLite model: {exc!r:.200}") from None
+    model = unpack(data, "litert bytecode")  # identifier, structure: as the TFLite importer
     _check_unwritten(model)
     _check_model(model)
     return data
@@ -270,10 +267,10 @@ def _check_model(model: Any) -> None:
         if not 0 <= tensor.buffer < len(buffers) or nbytes > _MAX_BYTES:
             raise BadData(f"litert bytecode: tensor {t} names buffer {tensor.buffer} of "
                           f"{len(buffers)}")
-        data = buffers[tensor.buffer].data
-        if tensor.buffer and (data is None or len(data) != nbytes):
-            raise BadData(f"litert bytecode: tensor {t} of shape {shape} has "
-                          f"{0 if data is None else len(data)} bytes, expected {nbytes}")
+        stored = stored_bytes(buffers[tensor.buffer])
+        if tensor.buffer and stored != nbytes:
+            raise BadData(f"litert bytecode: tensor {t} of shape {shape} has {stored} bytes, "
+                          f"expected {nbytes}")
         if tensor.quantization is not None:
             _check_quantization(t, tensor.type, shape, tensor.quantization)
     for name, indices in (("inputs", subgraph.inputs), ("outputs", subgraph.outputs)):

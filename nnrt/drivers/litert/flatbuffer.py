@@ -34,10 +34,10 @@ from nnrt.model.model import Model
 from nnrt.model.operation import operation_name
 from nnrt.model.types import OperationType
 from nnrt.ops._framework.context import OperationContext, static_context
+from nnrt.tflite.schema import FILE_IDENTIFIER
 
 __all__ = ["FILE_IDENTIFIER", "WRITERS", "WRITTEN", "write_partition"]
 
-FILE_IDENTIFIER = b"TFL3"
 _FAMILIES = (elementwise, tensors, windows, matmul, reductions, recurrent)
 #: NNAPI operation type -> the function writing it.
 WRITERS: dict[OperationType, Callable[[Writer, OperationContext], None]] = {
