@@ -291,7 +291,8 @@ def _options_index(rng: random.Random, model: Any) -> None:
     """An existing control-flow operator's subgraph index changed."""
     for graph in model.subgraphs or []:
         for op in graph.operators or []:
-            names = [n for n in vars(op.builtinOptions or object()) if n.endswith("SubgraphIndex")]
+            fields = getattr(op.builtinOptions, "__dict__", {})
+            names = [n for n in fields if n.endswith("SubgraphIndex")]
             if names:
                 setattr(op.builtinOptions, rng.choice(names), _index(rng, len(model.subgraphs)))
                 return
