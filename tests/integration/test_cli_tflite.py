@@ -13,6 +13,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as fb
 
 from tests.unit.tflite.flatbuffers_kit import B, TfliteFile, litert_run
+from tests.unit.tflite.test_control import counter_loop
 
 Array = np.ndarray[Any, Any]
 SIGNATURE = {"key": "serving_default", "inputs": {"x": 0}, "outputs": {"probs": 3}}
@@ -122,3 +123,21 @@ def test_compile_a_tflite_file_then_run_it(files: dict[str, Path]) -> None:
                                    atol=1e-6)
     signed = _nnrt("inspect", target, "--no-placement", "--signature", "serving_default")
     assert signed.returncode == 1 and "--signature applies to .tflite" in signed.stderr
+
+
+def test_run_a_while_loop(files: dict[str, Path]) -> None:
+    """WHILE (NNAPI control flow) through the runtime's default drivers."""
+    model = files["dir"] / "loop.tflite"
+    data = counter_loop()
+    model.write_bytes(data)
+    i, x = np.asarray([4], np.int32), np.load(files["x"])[:2, :3].copy()
+    np.save(files["dir"] / "i.npy", i)
+    np.save(files["dir"] / "x23.npy", x)
+    out = files["dir"] / "loop.npz"
+    ran = _nnrt("run", model, "--input", f"i={files['dir'] / 'i.npy'}", "--input",
+                f"x={files['dir'] / 'x23.npy'}", "--output", out)
+    assert ran.returncode == 0, ran.stderr
+    want = litert_run(data, [i, x])
+    with np.load(out) as saved:
+        np.testing.assert_array_equal(saved["i_out"], want[0])
+        np.testing.assert_allclose(saved["x_out"], want[1], rtol=1e-5, atol=1e-5)

@@ -53,11 +53,11 @@ def _reference(ctx: OpContext, model: Model) -> Tensor:
 @converter(B.IF)
 def if_(ctx: OpContext) -> None:
     """IF: NNAPI IF over the then / else subgraphs' models."""
-    then, other = _subgraph(ctx, "thenSubgraphIndex"), _subgraph(ctx, "elseSubgraphIndex")
     cond = ctx.input(0)
     if ctx.spec(0).type != OperandType.TENSOR_BOOL8:
         raise OperatorUnsupported(f"the condition has type {ctx.spec(0).type.name}, expected "
                                   "bool")
+    then, other = _subgraph(ctx, "thenSubgraphIndex"), _subgraph(ctx, "elseSubgraphIndex")
     args = [ctx.input(k) for k in range(1, len(ctx.inputs))]
     ctx.emit(Op.IF, cond, _reference(ctx, then), _reference(ctx, other), *args,
              outputs=range(len(ctx.outputs)))
