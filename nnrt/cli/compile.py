@@ -1,7 +1,8 @@
 """``nnrt compile MODEL -o OUT --driver NAME [--soc SOC]``: ahead-of-time compilation.
 
-``MODEL`` is a ``.nnrt`` file or an ONNX file (``.onnx``, imported with ``--input-shape``
-values fixing its dynamic dims); the output is a ``.nnrt`` file holding the model and the
+``MODEL`` is a ``.nnrt`` file, an ONNX file (``.onnx``) or a TFLite file (``.tflite``, with
+``--signature``), the last two imported with ``--input-shape`` values fixing their dynamic
+dims; the output is a ``.nnrt`` file holding the model and the
 compiled partitions."""
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ __all__ = ["compile_file"]
 
 def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: str | None,
                  stream: TextIO, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-                 step_cost: float | None = None, quiet: bool = False) -> int:
-    """Compile the model file ``source`` (``.nnrt``, or ``.onnx`` imported with
-    ``input_shapes``) for ``drivers`` (default: the compiler plugins among the default
-    drivers) into ``target``; returns 0."""
+                 step_cost: float | None = None, quiet: bool = False,
+                 signature: str | None = None) -> int:
+    """Compile the model file ``source`` (``.nnrt``, or ``.onnx`` / ``.tflite`` imported with
+    ``input_shapes`` and, for ``.tflite``, ``signature``) for ``drivers`` (default: the
+    compiler plugins among the default drivers) into ``target``; returns 0."""
     import nnrt  # noqa: PLC0415
     from nnrt.cli.progress import Progress  # noqa: PLC0415
     from nnrt.cli.run import load_model_file  # noqa: PLC0415
@@ -30,7 +32,7 @@ def compile_file(source: str, target: str, drivers: Sequence[str] | None, soc: s
     from nnrt.runtime.compile.partitioner import STEP_COST  # noqa: PLC0415
     from nnrt.runtime.compile.specialize import open_inputs  # noqa: PLC0415
 
-    model = load_model_file(source, input_shapes, quiet=quiet)
+    model = load_model_file(source, input_shapes, quiet=quiet, signature=signature)
     if drivers is None:
         drivers = [name for name in default_drivers()
                    if isinstance(load_driver(name), PluginDriver)]

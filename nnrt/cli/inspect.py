@@ -1,11 +1,12 @@
-"""``nnrt inspect MODEL``: what a ``.onnx`` or ``.nnrt`` model holds and where it would run.
+"""``nnrt inspect MODEL``: what a ``.onnx``, ``.tflite`` or ``.nnrt`` model holds and where it
+would run.
 
 Prints the inputs and outputs, the operation counts per type, the constants, the ahead-of-time
 partitions of a ``.nnrt`` file, and the placement: the model compiled through a runtime on the
 given drivers (default: every installed driver), with per driver the operations it takes and
 those it does not support (and why), then the plan's steps (``--operations``: every
-operation's line of the placement report). An ONNX model that cannot be imported prints every
-node that stops it, and exits 1.
+operation's line of the placement report). An ONNX or TFLite model that cannot be imported
+prints every node (operator) that stops it, and exits 1.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ __all__ = ["add_inspect_parser", "describe_model", "describe_placement", "inspec
 
 def add_inspect_parser(commands: Any) -> None:
     """Register ``inspect`` on ``commands`` (an argparse sub-parsers object)."""
-    inspect = commands.add_parser("inspect", help="print a .onnx or .nnrt model's inputs, "
-                                  "outputs, operations, placement per driver and unsupported "
-                                  "ONNX nodes")
-    inspect.add_argument("model", help="the .onnx or .nnrt model file")
-    inspect.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
-                         help="fix a dynamic .onnx input shape, e.g. input=1x512 (repeatable)")
+    from nnrt.cli.run import add_import_arguments  # noqa: PLC0415
+
+    inspect = commands.add_parser("inspect", help="print a .onnx, .tflite or .nnrt model's "
+                                  "inputs, outputs, operations, placement per driver and "
+                                  "unsupported ONNX nodes / TFLite operators")
+    inspect.add_argument("model", help="the .onnx, .tflite or .nnrt model file")
+    add_import_arguments(inspect)
     inspect.add_argument("--driver", action="append", help="driver to place on (repeatable; "
                          "default: every installed built-in driver, litert, cpu, reference, or "
                          "$NNRT_DRIVERS)")
@@ -57,16 +59,20 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         try:
             model = load_model_file(args.model, parse_shapes(args.input_shape),
-                                        quiet=getattr(args, "quiet", False))
+                                    quiet=getattr(args, "quiet", False),
+                                    signature=args.signature)
         except NnrtError as exc:
-            nodes = getattr(exc, "nodes", None)
+            nodes = getattr(exc, "nodes", None)  # UnsupportedOnnxModel
+            kind = "ONNX node(s)"
+            if nodes is None:
+                nodes, kind = getattr(exc, "operators", None), "TFLite operator(s)"
             if nodes is None:
                 raise
             if args.json:
                 print(json.dumps({"model": args.model, "importable": False, "unsupported": [
                     str(node) for node in nodes]}, indent=2), file=out)
                 return 1
-            print(f"{args.model}: cannot be imported: {len(nodes)} ONNX node(s) unsupported",
+            print(f"{args.model}: cannot be imported: {len(nodes)} {kind} unsupported",
                   file=out)
             for node in nodes:
                 print(f"  - {node}", file=out)

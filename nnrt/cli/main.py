@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from nnrt.cli.cache import add_cache_parser
 from nnrt.cli.inspect import add_inspect_parser
-from nnrt.cli.run import add_run_parser
+from nnrt.cli.run import add_import_arguments, add_run_parser
 from nnrt.cli.stress import add_stress_parser
 
 __all__ = ["main"]
@@ -108,7 +108,8 @@ def _compile(args: argparse.Namespace) -> int:
     try:
         return compile_file(args.model, args.output, args.driver or None, args.soc, sys.stderr,
                             input_shapes=parse_shapes(args.input_shape),
-                            step_cost=args.step_cost, quiet=args.quiet)
+                            step_cost=args.step_cost, quiet=args.quiet,
+                            signature=args.signature)
     except (NnrtError, OSError, ImportError) as exc:
         print(f"nnrt compile: {exc}", file=sys.stderr)
         return 1
@@ -171,11 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.set_defaults(func=_serve)
     add_run_parser(commands)
     add_inspect_parser(commands)
-    aot = commands.add_parser("compile", help="compile a .nnrt or .onnx model ahead of time "
-                              "with compiler plugins, into a .nnrt file")
-    aot.add_argument("model", help="the .nnrt or .onnx model file to compile")
-    aot.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
-                     help="fix a dynamic .onnx input shape, e.g. input=1x512 (repeatable)")
+    aot = commands.add_parser("compile", help="compile a .nnrt, .onnx or .tflite model ahead "
+                              "of time with compiler plugins, into a .nnrt file")
+    aot.add_argument("model", help="the .nnrt, .onnx or .tflite model file to compile")
+    add_import_arguments(aot)
     aot.add_argument("-o", "--output", required=True, help="the .nnrt file to write")
     aot.add_argument("--driver", action="append", help="plugin driver to compile for "
                      "(repeatable; default: the compiler plugins among the default drivers, "

@@ -1,10 +1,11 @@
-"""``nnrt run MODEL``: run a ``.onnx`` or ``.nnrt`` model once through the runtime and print its
-outputs; ``--output`` saves them, ``--bench N`` times N warm executions, ``--profile`` prints a
-per-operation time profile (:mod:`nnrt.cli.profile`).
+"""``nnrt run MODEL``: run a ``.onnx``, ``.tflite`` or ``.nnrt`` model once through the runtime
+and print its outputs; ``--output`` saves them, ``--bench N`` times N warm executions,
+``--profile`` prints a per-operation time profile (:mod:`nnrt.cli.profile`).
 
 Also the pieces ``compile`` and ``inspect`` share: :func:`load_model_file` (``.onnx`` files go
-through :func:`nnrt.onnx.load` with ``--input-shape`` values, anything else is a ``.nnrt`` file)
-and the parsers of ``NAME=1x512`` shapes and ``NAME=FILE.npy`` inputs.
+through :func:`nnrt.onnx.load`, ``.tflite`` files through :func:`nnrt.tflite.load`, both with
+``--input-shape`` values; anything else is a ``.nnrt`` file) and the parsers of ``NAME=1x512``
+shapes and ``NAME=FILE.npy`` inputs.
 """
 
 from __future__ import annotations
@@ -28,12 +29,22 @@ if TYPE_CHECKING:
     from nnrt.model.model import Model
     from nnrt.runtime.compile.placement import PlacementReport
 
-__all__ = ["RunResult", "add_run_parser", "load_model_file", "model_inputs", "parse_inputs",
-           "parse_shapes", "run_command", "run_model", "summarize"]
+__all__ = ["IMPORTED_SUFFIXES", "RunResult", "add_import_arguments", "add_run_parser",
+           "imported", "load_model_file", "model_inputs", "parse_inputs", "parse_shapes",
+           "run_command", "run_model", "summarize"]
 
 Array = np.ndarray[Any, Any]
 #: Values ``nnrt run`` prints of each output.
 SHOWN_VALUES = 6
+#: Suffixes of the model files imported (dynamic dims fixed at import by ``--input-shape``);
+#: any other file is a ``.nnrt`` file, whose shapes are fixed.
+IMPORTED_SUFFIXES = (".onnx", ".tflite")
+
+
+def imported(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a model file :func:`load_model_file` imports (``.onnx``,
+    ``.tflite``) rather than a ``.nnrt`` file."""
+    return Path(path).suffix.lower() in IMPORTED_SUFFIXES
 
 
 def parse_shapes(items: Sequence[str] | None) -> dict[str, list[int]]:
@@ -81,11 +92,15 @@ def parse_inputs(items: Sequence[str] | None) -> dict[str, Array]:
 
 def load_model_file(path: str | os.PathLike[str],
                     input_shapes: Mapping[str, Sequence[int]] | None = None, *,
-                    quiet: bool = False) -> Model:
+                    quiet: bool = False, signature: str | None = None) -> Model:
     """The model in ``path``: an ONNX file (``.onnx``) imported with ``input_shapes`` (with a
-    progress line on a terminal unless ``quiet``), else a ``.nnrt`` file (whose shapes are
-    fixed: ``input_shapes`` is refused)."""
-    if Path(path).suffix.lower() == ".onnx":
+    progress line on a terminal unless ``quiet``), a TFLite file (``.tflite``) imported with
+    ``input_shapes`` and its ``signature`` (default: the main subgraph), else a ``.nnrt`` file
+    (whose shapes are fixed: ``input_shapes`` and ``signature`` are refused)."""
+    suffix = Path(path).suffix.lower()
+    if signature is not None and suffix != ".tflite":
+        raise BadData(f"{os.fspath(path)}: --signature applies to .tflite models only")
+    if suffix == ".onnx":
         import nnrt.onnx  # noqa: PLC0415 - needs the onnx extra
         from nnrt.cli.progress import Progress  # noqa: PLC0415
 
@@ -101,9 +116,13 @@ def load_model_file(path: str | os.PathLike[str],
         finally:
             for bar in bars:
                 bar.close()
+    if suffix == ".tflite":
+        import nnrt.tflite  # noqa: PLC0415 - needs ai-edge-litert (its flatbuffer schema)
+
+        return nnrt.tflite.load(path, input_shapes=input_shapes or None, signature=signature)
     if input_shapes:
-        raise BadData(f"{os.fspath(path)}: --input-shape applies to .onnx models only (a .nnrt "
-                      "model's shapes are fixed)")
+        raise BadData(f"{os.fspath(path)}: --input-shape applies to .tflite and .onnx models "
+                      "only (a .nnrt model's shapes are fixed)")
     import nnrt  # noqa: PLC0415
 
     return nnrt.load(path)
@@ -214,14 +233,13 @@ async def run_model(model: Model, arrays: Sequence[Array], drivers: Sequence[str
 
 def add_run_parser(commands: Any) -> None:
     """Register ``run`` on ``commands`` (an argparse sub-parsers object)."""
-    run = commands.add_parser("run", help="run a .onnx or .nnrt model through the runtime and "
-                              "print its outputs (--bench, --profile)")
-    run.add_argument("model", help="the .onnx or .nnrt model file")
+    run = commands.add_parser("run", help="run a .onnx, .tflite or .nnrt model through the "
+                              "runtime and print its outputs (--bench, --profile)")
+    run.add_argument("model", help="the .onnx, .tflite or .nnrt model file")
     run.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                     help="an input (repeatable); for .onnx models its shape also fixes the "
-                     "input's dynamic dims")
-    run.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
-                     help="fix a dynamic .onnx input shape, e.g. input=1x512 (repeatable)")
+                     help="an input (repeatable); for .onnx and .tflite models its shape also "
+                     "fixes the input's dynamic dims")
+    add_import_arguments(run)
     run.add_argument("--random-inputs", action="store_true",
                      help="fill inputs not given with random data (floats N(0, 1), else 0)")
     run.add_argument("--driver", action="append", help="driver to run on (repeatable; "
@@ -250,6 +268,16 @@ def add_run_parser(commands: Any) -> None:
     run.set_defaults(func=lambda args: run_command(args, sys.stdout, sys.stderr))
 
 
+def add_import_arguments(parser: Any) -> None:
+    """``--input-shape`` and ``--signature``: how ``run``, ``inspect`` and ``compile`` import a
+    ``.onnx`` or ``.tflite`` file."""
+    parser.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
+                        help="fix a dynamic .onnx / .tflite input shape, e.g. input=1x512 "
+                        "(repeatable)")
+    parser.add_argument("--signature", default=None, metavar="NAME",
+                        help="the .tflite signature to import (default: the main subgraph)")
+
+
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run a parsed ``nnrt run``: 0 done, 1 an error (printed to ``err``)."""
     import anyio  # noqa: PLC0415
@@ -263,15 +291,15 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise BadData("--bench must be >= 0, --profile-runs and --workers >= 1")
         given = parse_inputs(args.input)
         shapes = parse_shapes(args.input_shape)
-        if Path(args.model).suffix.lower() == ".onnx":
+        importing = imported(args.model)
+        if importing:
             for name, arr in given.items():
                 shapes.setdefault(name, list(arr.shape))  # fixes what it gives
-        onnx_file = Path(args.model).suffix.lower() == ".onnx"
-        model = load_model_file(args.model, shapes if onnx_file else None,
-                                quiet=getattr(args, "quiet", False))
-        # an .onnx model is imported at those shapes; a .nnrt one gets inputs of them
+        model = load_model_file(args.model, shapes if importing else None,
+                                quiet=getattr(args, "quiet", False), signature=args.signature)
+        # an .onnx / .tflite model is imported at those shapes; a .nnrt one gets inputs of them
         arrays = model_inputs(model, given, random=args.random_inputs,
-                              shapes=None if onnx_file else shapes)
+                              shapes=None if importing else shapes)
         drivers = args.driver or default_drivers()
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # shown (stderr), never raised

@@ -31,6 +31,8 @@ class Subgraph:
 
     def __init__(self, model: Any, graph: Any, memory: Memory, index: int = 0) -> None:
         self.builder = ModelBuilder()
+        #: The whole TFLite model (the subgraphs WHILE / IF / CALL_ONCE name).
+        self.model = model
         self.index = index
         self._dense: dict[int, Array] = {}
         self.graph = graph

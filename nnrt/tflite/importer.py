@@ -27,7 +27,7 @@ from nnrt.tflite import schema
 from nnrt.tflite.context import CONVERTERS, CUSTOM_CONVERTERS, OpContext, Subgraph
 from nnrt.tflite.errors import OperatorUnsupported, UnsupportedOperator, UnsupportedTfliteModel
 
-__all__ = ["load"]
+__all__ = ["load", "subgraph_model"]
 
 _BUILTIN_NAMES = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
 
@@ -52,9 +52,33 @@ def load(source: str | os.PathLike[str] | bytes, *,
         traceback.clear_frames(exc.__traceback__)
         memory.close()
         raise
-    if not any(o.location is not None and o.location.memory is memory for o in result.operands):
+    if not _references(result, memory):
         memory.close()  # every constant was copied: nothing references the file
     return result
+
+
+def _references(model: Model, memory: Memory) -> bool:
+    """Whether a constant of ``model`` or of a model it refers to (IF / WHILE) is in
+    ``memory``."""
+    return any((o.location is not None and o.location.memory is memory)
+               or (o.subgraph is not None and _references(o.subgraph, memory))
+               for o in model.operands)
+
+
+def subgraph_model(model: Any, memory: Memory, index: int
+                   ) -> tuple[Model | None, list[UnsupportedOperator]]:
+    """Subgraph ``index`` as a model of its own (what WHILE / IF run), its inputs and
+    outputs named after their tensors; or ``None`` and every operator it cannot import."""
+    graph = model.subgraphs[index]
+    sub = Subgraph(model, graph, memory, index)
+    inputs = [int(t) for t in (graph.inputs if graph.inputs is not None else [])]
+    outputs = [int(t) for t in (graph.outputs if graph.outputs is not None else [])]
+    for t in inputs:
+        _declare_input(sub, t, _name(sub, t), None)
+    unsupported = _convert(model, sub)
+    if unsupported:
+        return None, unsupported
+    return _finish(sub, inputs, outputs, {}), []
 
 
 def _read(source: str | os.PathLike[str] | bytes) -> Memory:

@@ -15,13 +15,28 @@ B = fb.BuiltinOperator
 
 
 class TfliteFile:
-    """One subgraph built tensor by tensor, operator by operator."""
+    """Subgraphs built tensor by tensor, operator by operator: :meth:`subgraph` closes one (the
+    subgraphs WHILE / IF call: 1, 2, ...), :meth:`finish` the main one, subgraph 0."""
 
     def __init__(self) -> None:
         self.tensors: list[Any] = []
         self.buffers: list[Any] = [fb.BufferT()]
         self.operators: list[Any] = []
         self.codes: list[tuple[int, bytes | None]] = []
+        self.graphs: list[Any] = []
+
+    def subgraph(self, inputs: Sequence[int], outputs: Sequence[int]) -> int:
+        """Close the subgraph built so far (its tensors and operators); its index."""
+        self.graphs.append(self._graph(inputs, outputs))
+        self.tensors, self.operators = [], []
+        return len(self.graphs)
+
+    def _graph(self, inputs: Sequence[int], outputs: Sequence[int]) -> Any:
+        graph = fb.SubGraphT()
+        graph.tensors, graph.operators = self.tensors, self.operators
+        graph.inputs = np.asarray(inputs, np.int32)
+        graph.outputs = np.asarray(outputs, np.int32)
+        return graph
 
     def tensor(self, shape: Sequence[int], kind: int = F32, data: Any = None, name: str = "",
                scale: Sequence[float] | None = None, zero_point: Sequence[int] | None = None,
@@ -73,13 +88,9 @@ class TfliteFile:
 
     def model(self, inputs: Sequence[int], outputs: Sequence[int],
               signature: dict[str, Any] | None = None) -> Any:
-        graph = fb.SubGraphT()
-        graph.tensors, graph.operators = self.tensors, self.operators
-        graph.inputs = np.asarray(inputs, np.int32)
-        graph.outputs = np.asarray(outputs, np.int32)
         model = fb.ModelT()
         model.version = 3
-        model.subgraphs = [graph]
+        model.subgraphs = [self._graph(inputs, outputs), *self.graphs]
         model.buffers = self.buffers
         codes = []
         for builtin, custom in self.codes:
