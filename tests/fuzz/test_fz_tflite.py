@@ -342,12 +342,9 @@ def test_mutated_mediapipe_model(seed: int) -> None:
 
 
 def test_seeds_load() -> None:
-    """The built seeds are valid: the mutations start from real models (the IF one passes the
-    file checks; the importer does not convert control flow yet)."""
-    for name in ("add", "fc"):
+    """The built seeds are valid: the mutations start from real models."""
+    for name in ("add", "fc", "if"):
         assert nnrt.tflite.load(SEEDS[name]).finished, name
-    with pytest.raises(nnrt.tflite.UnsupportedTfliteModel, match=r"operator 0 \(IF\)"):
-        nnrt.tflite.load(SEEDS["if"])
 
 
 def test_corpus_replay() -> None:
