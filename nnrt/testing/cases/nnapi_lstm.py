@@ -1,8 +1,8 @@
 """Conformance cases transcribed from NNAPI's published LSTM test specs.
 
 LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM. The vectors are those of
-AOSP's ``runtime/test/specs/<version>/<stem>.mod.py`` files (in :mod:`.nnapi_lstm_data`, each
-named there and in the case name, ``<op>_nnapi_<stem>[_<example>]``). The specs' float16 files
+AOSP's ``runtime/test/specs/<version>/<stem>.mod.py`` files (in :mod:`.nnapi_lstm_data` and
+:mod:`.nnapi_lstm3_data`, each named there and in the case name, ``<op>_nnapi_<stem>[_<example>]``). The specs' float16 files
 (``lstm_float16``, ``lstm3_float16``, ...) repeat the float32 vectors, and their "relaxed" /
 "float16" variations are nnrt's automatic variants.
 
@@ -26,6 +26,7 @@ import numpy as np
 
 from nnrt.model.types import OperandType as T
 from nnrt.model.types import OperationType as Op
+from nnrt.testing.cases import nnapi_lstm3_data as d3
 from nnrt.testing.cases import nnapi_lstm_data as d
 from nnrt.testing.cases.sequence_lstm import lstm_op_reference, lstm_reference
 from nnrt.testing.spec import Arg, OpCase, bools, f32, f32s, i32s, omitted, out
@@ -123,23 +124,23 @@ _lstm("lstm2_state2", _lstm2_inputs([1.0, 1.0], _LSTM2_STATE_H, _LSTM2_STATE_C),
 def _lstm3_inputs(x: Sequence[float], h: Sequence[float], c: Sequence[float]) -> list[Arg]:
     """lstm3.mod.py's LSTM (peepholes, projection) on input ``x`` and states ``h``, ``c``."""
     return [
-        _f(x, 2, 5), _f(d.LSTM3_INPUT_TO_INPUT, 20, 5),
-        _f(d.LSTM3_INPUT_TO_FORGET, 20, 5), _f(d.LSTM3_INPUT_TO_CELL, 20, 5),
-        _f(d.LSTM3_INPUT_TO_OUTPUT, 20, 5), _f(d.LSTM3_RECURRENT_TO_INPUT, 20, 16),
-        _f(d.LSTM3_RECURRENT_TO_FORGET, 20, 16), _f(d.LSTM3_RECURRENT_TO_CELL, 20, 16),
-        _f(d.LSTM3_RECURRENT_TO_OUTPUT, 20, 16), _f(d.LSTM3_CELL_TO_INPUT, 20),
-        _f(d.LSTM3_CELL_TO_FORGET, 20), _f(d.LSTM3_CELL_TO_OUTPUT, 20),
-        _f(d.LSTM3_INPUT_GATE_BIAS, 20), _f(d.LSTM3_FORGET_GATE_BIAS, 20),
-        _f(d.LSTM3_CELL_GATE_BIAS, 20), _f(d.LSTM3_OUTPUT_GATE_BIAS, 20),
-        _f(d.LSTM3_PROJECTION, 16, 20), _empty(0), _f(h, 2, 16), _f(c, 2, 20), *_scalars()]
+        _f(x, 2, 5), _f(d3.LSTM3_INPUT_TO_INPUT, 20, 5),
+        _f(d3.LSTM3_INPUT_TO_FORGET, 20, 5), _f(d3.LSTM3_INPUT_TO_CELL, 20, 5),
+        _f(d3.LSTM3_INPUT_TO_OUTPUT, 20, 5), _f(d3.LSTM3_RECURRENT_TO_INPUT, 20, 16),
+        _f(d3.LSTM3_RECURRENT_TO_FORGET, 20, 16), _f(d3.LSTM3_RECURRENT_TO_CELL, 20, 16),
+        _f(d3.LSTM3_RECURRENT_TO_OUTPUT, 20, 16), _f(d3.LSTM3_CELL_TO_INPUT, 20),
+        _f(d3.LSTM3_CELL_TO_FORGET, 20), _f(d3.LSTM3_CELL_TO_OUTPUT, 20),
+        _f(d3.LSTM3_INPUT_GATE_BIAS, 20), _f(d3.LSTM3_FORGET_GATE_BIAS, 20),
+        _f(d3.LSTM3_CELL_GATE_BIAS, 20), _f(d3.LSTM3_OUTPUT_GATE_BIAS, 20),
+        _f(d3.LSTM3_PROJECTION, 16, 20), _empty(0), _f(h, 2, 16), _f(c, 2, 20), *_scalars()]
 
 
 # lstm3.mod.py (V1_0): peepholes and projection, 2 batches, 20 cells, 16 outputs, from zero
 # states; lstm3_state3.mod.py (V1_0, via ONE): a later step from given states (its state
 # outputs ignored: the output state is the output, the cell state the reference's).
-_lstm("lstm3", _lstm3_inputs(d.LSTM3_INPUT, [0.0] * 32, [0.0] * 40), 20,
-      [_literal(d.LSTM3_OUTPUT_STATE_OUT, 2, 16), _literal(d.LSTM3_CELL_STATE_OUT, 2, 20),
-       _literal(d.LSTM3_OUTPUT, 2, 16)])
+_lstm("lstm3", _lstm3_inputs(d3.LSTM3_INPUT, [0.0] * 32, [0.0] * 40), 20,
+      [_literal(d3.LSTM3_OUTPUT_STATE_OUT, 2, 16), _literal(d3.LSTM3_CELL_STATE_OUT, 2, 20),
+       _literal(d3.LSTM3_OUTPUT, 2, 16)])
 _LSTM3_STATE3_OUT = [
     -0.0189322, 0.0464512, -0.00251373, 0.0225745, -0.0308346, -0.0317124, 0.0460407,
     -0.0189395, 0.0149363, -0.0530162, -0.0150767, -0.0340193, 0.0286833, 0.00824207,
