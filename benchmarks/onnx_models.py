@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import time
 import warnings
@@ -51,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from builders import resnet_cnn, transformer_block  # noqa: E402
+from timing import median_execute_ms, median_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 Case = tuple[str, bytes, dict[str, Array]]
@@ -150,17 +150,6 @@ CORPUS: dict[str, tuple[str, str, str, list[dict[str, Array]]]] = {
 }
 
 
-def _median_ms(fn: Callable[[], Any], runs: int) -> float:
-    for _ in range(max(3, runs // 10)):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
-
-
 def _ort(data: bytes, feeds: dict[str, Array], threads: int,
          runs: int) -> tuple[float, list[Array]]:
     options = ort.SessionOptions()
@@ -169,7 +158,7 @@ def _ort(data: bytes, feeds: dict[str, Array], threads: int,
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     outputs = session.run(None, feeds)
-    return _median_ms(lambda: session.run(None, feeds), runs), outputs
+    return median_ms(lambda: session.run(None, feeds), runs), outputs
 
 
 def _litert(model: nnrt.Model, inputs: dict[str, Array], runs: int) -> float | None:
@@ -194,30 +183,7 @@ def _litert(model: nnrt.Model, inputs: dict[str, Array], runs: int) -> float | N
         interpreter.invoke()
         return [interpreter.get_tensor(index) for index in outs]
 
-    return _median_ms(run, runs)
-
-
-async def _round_trip(rt: nnrt.Runtime, runs: int) -> float:
-    """A 1x4 float32 ADD through ``rt`` on the reference driver: one round trip."""
-    b = nnrt.ModelBuilder()
-    x = b.input("x", (1, 4))
-    b.output(b.add(x, x))
-    compiled = await rt.compile(b.build(), devices=["reference"])
-    median = await _median_execute_ms(compiled, [np.ones((1, 4), np.float32)], runs)
-    await compiled.release()
-    return median
-
-
-async def _median_execute_ms(compiled: nnrt.CompiledModel, inputs: Any, runs: int) -> float:
-    """The median of ``runs`` timed executions, after a few untimed ones (as _median_ms)."""
-    for _ in range(max(3, runs // 10)):
-        await compiled.execute(inputs)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        await compiled.execute(inputs)
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
+    return median_ms(run, runs)
 
 
 async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtime,
@@ -236,7 +202,7 @@ async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtim
     for _ in range(WARM_EXECUTIONS):
         await compiled.execute(inputs)
     await anyio.sleep(STAGE2_SECONDS)
-    median = await _median_execute_ms(compiled, inputs, runs)
+    median = await median_execute_ms(compiled, inputs, runs)
     await compiled.release()
     alone = None
     if [s.driver for s in steps] == ["litert"]:
@@ -268,7 +234,7 @@ async def _corpus_rows(key: str, runs: int, rt: nnrt.Runtime,
         for _ in range(WARM_EXECUTIONS):
             await compiled.execute(feeds)
         await anyio.sleep(STAGE2_SECONDS)
-        ours = await _median_execute_ms(compiled, feeds, runs)
+        ours = await median_execute_ms(compiled, feeds, runs)
         for w, g in zip(want, got, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
         variant = compiled.variants.latest if compiled.variants is not None else compiled
@@ -310,7 +276,7 @@ async def main() -> None:
     rows = []
     drivers = None if args.device is None else [args.device, "reference"]
     async with nnrt.Runtime(drivers=drivers, workers=1) as rt:
-        trip = await _round_trip(rt, max(args.runs, 200))
+        trip = await round_trip_ms(rt, max(args.runs, 200))
         print(f"# round trip (1x4 ADD, reference driver): {trip:.3f} ms", file=sys.stderr)
         corpus: list[tuple[Any, ...]] = []
         for key in args.models.split(","):

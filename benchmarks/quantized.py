@@ -25,12 +25,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import tempfile
-import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +43,8 @@ import nnrt.onnx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
+
+from timing import median_execute_ms, median_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 Q = quantization.QuantType
@@ -120,29 +119,6 @@ def _output_step(data: bytes) -> float:
     return float(inits[node.input[1]].reshape(-1)[0])
 
 
-def _median_ms(fn: Callable[[], Any], runs: int) -> float:
-    for _ in range(max(3, runs // 10)):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
-
-
-async def _median_execute_ms(compiled: nnrt.CompiledModel, feeds: dict[str, Array],
-                             runs: int) -> float:
-    for _ in range(max(3, runs // 10)):
-        await compiled.execute(feeds)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        await compiled.execute(feeds)
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
-
-
 def _ort(data: bytes, feeds: dict[str, Array], runs: int) -> tuple[float, list[Array]]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -151,7 +127,7 @@ def _ort(data: bytes, feeds: dict[str, Array], runs: int) -> tuple[float, list[A
     options.log_severity_level = 3
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     outputs = session.run(None, feeds)
-    return _median_ms(lambda: session.run(None, feeds), runs), outputs
+    return median_ms(lambda: session.run(None, feeds), runs), outputs
 
 
 async def _rows(rt: nnrt.Runtime, variant: str, source: Path, batches: list[int],
@@ -173,7 +149,7 @@ async def _rows(rt: nnrt.Runtime, variant: str, source: Path, batches: list[int]
         for _ in range(WARM_EXECUTIONS):
             await compiled.execute(feeds)
         await anyio.sleep(STAGE2_SECONDS)
-        ours = await _median_execute_ms(compiled, feeds, runs)
+        ours = await median_execute_ms(compiled, feeds, runs)
         agree = float(np.mean(np.abs(np.asarray(got[0]).reshape(want[0].shape) - want[0])
                               <= step * (1 + 1e-3)))
         latest = compiled.variants.latest if compiled.variants is not None else compiled

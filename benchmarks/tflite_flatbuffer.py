@@ -39,22 +39,11 @@ from nnrt.drivers.litert.flatbuffer import write_partition
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
-from litert_oracle import CORPUS, inputs_for  # noqa: E402
+from litert_oracle import CORPUS, corpus_modules, inputs_for  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 _BUILTIN_NAMES = {value: name for name, value in vars(fb.BuiltinOperator).items()
                   if not name.startswith("_")}
-
-
-def _modules() -> Path | None:
-    """``mediapipe/modules`` in the test cache (None, said why, when it cannot be had)."""
-    from conftest import fetch  # noqa: PLC0415 - tests/models/conftest.py: the test cache
-
-    try:
-        return fetch("mediapipe") / "mediapipe" / "modules"
-    except BaseException as exc:  # pytest.skip: no network and nothing cached
-        print(f"# mediapipe: unavailable ({exc})", file=sys.stderr)
-        return None
 
 
 def operator_counts(data: bytes) -> tuple[collections.Counter[str], int]:
@@ -139,7 +128,7 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(CORPUS), help=f"any of {', '.join(CORPUS)}")
     parser.add_argument("--ops", action="store_true", help="list every builtin, not only diffs")
     args = parser.parse_args()
-    modules = _modules()
+    modules = corpus_modules()
     if modules is None:
         return
     print("| model | operators original->regenerated (builtins that differ) | tensors | "

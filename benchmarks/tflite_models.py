@@ -21,11 +21,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
-import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,24 +37,14 @@ import nnrt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
-from litert_oracle import CORPUS, inputs_for, litert_run, scaled_error  # noqa: E402
+from litert_oracle import CORPUS, corpus_modules, inputs_for, litert_run, scaled_error  # noqa: E402
+from timing import median_execute_ms, median_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 #: Executions before timing (the cpu driver starts optimising after 32) and the seconds then
 #: given to its background stage-2 autotuning.
 WARM_EXECUTIONS = 40
 STAGE2_SECONDS = 3.0
-
-
-def _modules() -> Path | None:
-    """``mediapipe/modules`` in the test cache (None, said why, when it cannot be had)."""
-    from conftest import fetch  # noqa: PLC0415 - tests/models/conftest.py: the test cache
-
-    try:
-        return fetch("mediapipe") / "mediapipe" / "modules"
-    except BaseException as exc:  # pytest.skip: no network and nothing cached
-        print(f"# mediapipe: unavailable ({exc})", file=sys.stderr)
-        return None
 
 
 def _nnrt_tflite() -> ModuleType | None:
@@ -68,17 +55,6 @@ def _nnrt_tflite() -> ModuleType | None:
             raise
         return None
     return nnrt.tflite
-
-
-def _median_ms(fn: Callable[[], Any], runs: int) -> float:
-    for _ in range(max(3, runs // 10)):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
 
 
 def _litert_ms(path: Path, feeds: dict[str, Array], runs: int) -> float | None:
@@ -97,29 +73,7 @@ def _litert_ms(path: Path, feeds: dict[str, Array], runs: int) -> float | None:
         interpreter.invoke()
         return [interpreter.get_tensor(index) for index in outs]
 
-    return _median_ms(run, runs)
-
-
-async def _median_execute_ms(compiled: nnrt.CompiledModel, inputs: Any, runs: int) -> float:
-    for _ in range(max(3, runs // 10)):
-        await compiled.execute(inputs)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        await compiled.execute(inputs)
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
-
-
-async def _round_trip(rt: nnrt.Runtime, runs: int) -> float:
-    """A 1x4 float32 ADD through ``rt`` on the reference driver: one round trip."""
-    b = nnrt.ModelBuilder()
-    x = b.input("x", (1, 4))
-    b.output(b.add(x, x))
-    compiled = await rt.compile(b.build(), devices=["reference"])
-    median = await _median_execute_ms(compiled, [np.ones((1, 4), np.float32)], runs)
-    await compiled.release()
-    return median
+    return median_ms(run, runs)
 
 
 async def _nnrt(tflite: ModuleType, path: Path, feeds: dict[str, Array], runs: int,
@@ -133,7 +87,7 @@ async def _nnrt(tflite: ModuleType, path: Path, feeds: dict[str, Array], runs: i
     for _ in range(WARM_EXECUTIONS):
         await compiled.execute(feeds)
     await anyio.sleep(STAGE2_SECONDS)
-    median = await _median_execute_ms(compiled, feeds, runs)
+    median = await median_execute_ms(compiled, feeds, runs)
     await compiled.release()
     return median, [np.asarray(o) for o in outputs], placement
 
@@ -170,13 +124,13 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--models", default=",".join(CORPUS), help=f"any of {', '.join(CORPUS)}")
     args = parser.parse_args()
-    modules = _modules()
+    modules = corpus_modules()
     if modules is None:
         return
     tflite = _nnrt_tflite()
     rows = []
     async with nnrt.Runtime() as rt:
-        trip = await _round_trip(rt, max(args.runs, 200))
+        trip = await round_trip_ms(rt, max(args.runs, 200))
         print(f"# round trip (1x4 ADD, reference driver): {trip:.3f} ms", file=sys.stderr)
         for name in args.models.split(","):
             rows.append(await _row(name, modules, tflite, args.runs, rt, trip))

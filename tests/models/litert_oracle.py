@@ -13,6 +13,7 @@ the output's scale.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ from typing import Any
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-__all__ = ["CORPUS", "TOLERANCE", "TfliteModel", "assert_close", "inputs_for", "litert_run",
-           "scaled_error"]
+__all__ = ["CORPUS", "TOLERANCE", "TfliteModel", "assert_close", "corpus_modules", "inputs_for",
+           "litert_run", "scaled_error"]
 
 Array = np.ndarray[Any, Any]
 #: nnrt's outputs must be within this of the oracle's, relative to each output's scale.
@@ -130,3 +131,15 @@ def assert_close(got: Array, want: Array, tolerance: float, what: str) -> None:
     assert got.dtype.kind == want.dtype.kind, f"{what}: dtype {got.dtype}, LiteRT {want.dtype}"
     error = scaled_error(got, want)
     assert error <= tolerance, f"{what}: error {error:.3g} of the output's scale > {tolerance:g}"
+
+
+def corpus_modules() -> Path | None:
+    """``mediapipe/modules`` in the test cache, for the benchmarks (None, said why on stderr,
+    when it cannot be had: no network and nothing cached)."""
+    from conftest import fetch
+
+    try:
+        return fetch("mediapipe") / "mediapipe" / "modules"
+    except BaseException as exc:  # pytest.skip: no network and nothing cached
+        print(f"# mediapipe: unavailable ({exc})", file=sys.stderr)
+        return None
