@@ -38,11 +38,35 @@ import numpy as np
 
 from nnrt.model.types import OperandType
 from nnrt.ops._framework.context import ExecutionContext, OperationContext
-from nnrt.ops.recurrent import Array, expect_given, expect_shape, given, maybe_given, sigmoid
+from nnrt.ops.recurrent import (
+    LSTM_ACTIVATIONS,
+    Array,
+    check_activation,
+    check_clip,
+    expect_given,
+    expect_shape,
+    given,
+    maybe_given,
+    sigmoid,
+)
 
-__all__ = ["LstmParams", "LstmSizes", "LstmSlots", "LstmWeights", "check_aux_weights",
-           "check_groups", "check_ranks", "check_types", "load_weights", "lstm_sequence",
-           "lstm_sizes", "lstm_step"]
+__all__ = ["CELL_INPUT_NAMES", "LAYER_NORM_NAMES", "LstmParams", "LstmSizes", "LstmSlots",
+           "LstmWeights", "check_aux_weights", "check_cell_scalars", "check_groups",
+           "check_ranks", "check_types", "load_weights", "lstm_sequence", "lstm_sizes",
+           "lstm_step"]
+
+#: The names of inputs 0-22 of LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM (one signature there).
+CELL_INPUT_NAMES = (
+    "input", "input_to_input_weights", "input_to_forget_weights", "input_to_cell_weights",
+    "input_to_output_weights", "recurrent_to_input_weights", "recurrent_to_forget_weights",
+    "recurrent_to_cell_weights", "recurrent_to_output_weights", "cell_to_input_weights",
+    "cell_to_forget_weights", "cell_to_output_weights", "input_gate_bias", "forget_gate_bias",
+    "cell_bias", "output_gate_bias", "projection_weights", "projection_bias",
+    "output_state_in", "cell_state_in", "activation", "cell_clip", "proj_clip",
+)
+#: The layer-normalisation weights closing both signatures.
+LAYER_NORM_NAMES = ("input_layer_norm_weights", "forget_layer_norm_weights",
+                    "cell_layer_norm_weights", "output_layer_norm_weights")
 
 INPUT_GATE, FORGET_GATE, CELL_GATE, OUTPUT_GATE = range(4)
 _LAYER_NORM_EPSILON = 1e-8
@@ -82,6 +106,14 @@ class LstmSlots:
         """The rank-2 tensors (the others are rank 1)."""
         return frozenset((*self.input_to, *self.recurrent_to, self.projection,
                           *(self.aux_to or ())))
+
+
+def check_cell_scalars(ctx: OperationContext, activation: int, cell_clip: int,
+                       projection_clip: int) -> None:
+    """The activation code and the two clips (non-negative) of an LSTM cell."""
+    check_activation(ctx, activation, LSTM_ACTIVATIONS)
+    check_clip(ctx, cell_clip)
+    check_clip(ctx, projection_clip)
 
 
 def check_types(ctx: OperationContext, s: LstmSlots, t: OperandType) -> None:

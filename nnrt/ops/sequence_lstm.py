@@ -35,8 +35,11 @@ from nnrt.ops._framework.context import ExecutionContext, OperationContext
 from nnrt.ops._framework.registry import Shape, register
 from nnrt.ops.activation import scalar_type_for
 from nnrt.ops.lstm_cell import (
+    CELL_INPUT_NAMES,
+    LAYER_NORM_NAMES,
     LstmParams,
     LstmSlots,
+    check_cell_scalars,
     check_groups,
     check_types,
     load_weights,
@@ -46,8 +49,6 @@ from nnrt.ops.lstm_cell import (
 from nnrt.ops.recurrent import (
     LSTM_ACTIVATIONS,
     Array,
-    check_activation,
-    check_clip,
     expect_given,
     expect_shape,
     time_major_view,
@@ -69,22 +70,7 @@ SLOTS = LstmSlots(input_to=(1, 2, 3, 4), recurrent_to=(5, 6, 7, 8), cell_to=(9, 
                   bias=(12, 13, 14, 15), projection=16, projection_bias=17,
                   norm=(24, 25, 26, 27))
 
-_NAMES = (
-    "input", "input_to_input_weights", "input_to_forget_weights", "input_to_cell_weights",
-    "input_to_output_weights", "recurrent_to_input_weights", "recurrent_to_forget_weights",
-    "recurrent_to_cell_weights", "recurrent_to_output_weights", "cell_to_input_weights",
-    "cell_to_forget_weights", "cell_to_output_weights", "input_gate_bias", "forget_gate_bias",
-    "cell_bias", "output_gate_bias", "projection_weights", "projection_bias",
-    "output_state_in", "cell_state_in", "activation", "cell_clip", "proj_clip", "time_major",
-    "input_layer_norm_weights", "forget_layer_norm_weights", "cell_layer_norm_weights",
-    "output_layer_norm_weights",
-)
-
-
-def _check_scalars(ctx: OperationContext) -> None:
-    check_activation(ctx, ACTIVATION, LSTM_ACTIVATIONS)
-    check_clip(ctx, CELL_CLIP)
-    check_clip(ctx, PROJECTION_CLIP)
+_NAMES = (*CELL_INPUT_NAMES, "time_major", *LAYER_NORM_NAMES)
 
 
 @register(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs=_NAMES,
@@ -109,13 +95,13 @@ class UnidirectionalSequenceLstm:
         ctx.expect_scalar(TIME_MAJOR, T.BOOL)
         for j in range(ctx.n_outputs):
             ctx.expect_output_type(j, t)
-        _check_scalars(ctx)
+        check_cell_scalars(ctx, ACTIVATION, CELL_CLIP, PROJECTION_CLIP)
 
     @staticmethod
     def prepare(ctx: OperationContext) -> list[Shape]:
         """The optional groups and shapes; the output sequence's shape, then the two final
         states' shapes when asked for."""
-        _check_scalars(ctx)
+        check_cell_scalars(ctx, ACTIVATION, CELL_CLIP, PROJECTION_CLIP)
         check_groups(ctx, SLOTS)
         sizes = lstm_sizes(ctx, SLOTS)
         ctx.expect_rank(INPUT, 3)
