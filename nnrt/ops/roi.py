@@ -28,6 +28,8 @@ rounding and the output zero point; quantised ROI_POOLING compares the stored in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from nnrt.model.types import OperandType, OperationType
@@ -214,6 +216,15 @@ def _roi_align(ctx: ExecutionContext, x: Array, boxes: Array, index: Array) -> A
     return np.stack(results).astype(dtype)
 
 
+def _per_region(ctx: ExecutionContext,
+                kernel: Callable[[ExecutionContext, Array, Array, Array], Array]) -> Array:
+    """``kernel(ctx, input in NHWC, boxes, batch indices)``, in the input's layout."""
+    nchw = flag(ctx, _LAYOUT[ctx.op_type])
+    x = to_nhwc_array(ctx.tensor(INPUT), nchw)
+    boxes, index = _regions(ctx, x.shape[1], x.shape[2], x.shape[0])
+    return from_nhwc_array(kernel(ctx, x, boxes, index), nchw)
+
+
 @register(OperationType.ROI_ALIGN,
           inputs=("input", "rois", "batch_index", "output_height", "output_width",
                   "height_stride", "width_stride", "height_sampling_ratio",
@@ -235,10 +246,7 @@ class RoiAlign:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """The aligned regions."""
-        nchw = flag(ctx, _LAYOUT[ctx.op_type])
-        x = to_nhwc_array(ctx.tensor(INPUT), nchw)
-        boxes, index = _regions(ctx, x.shape[1], x.shape[2], x.shape[0])
-        return [from_nhwc_array(_roi_align(ctx, x, boxes, index), nchw)]
+        return [_per_region(ctx, _roi_align)]
 
 
 # -- ROI_POOLING ---------------------------------------------------------------------------------
@@ -292,7 +300,4 @@ class RoiPooling:
     @staticmethod
     def execute(ctx: ExecutionContext) -> list[Array]:
         """The pooled regions."""
-        nchw = flag(ctx, _LAYOUT[ctx.op_type])
-        x = to_nhwc_array(ctx.tensor(INPUT), nchw)
-        boxes, index = _regions(ctx, x.shape[1], x.shape[2], x.shape[0])
-        return [from_nhwc_array(_roi_pool(ctx, x, boxes, index), nchw)]
+        return [_per_region(ctx, _roi_pool)]
