@@ -75,7 +75,9 @@ class Runtime:
     with ``ResourceExhausted`` (transient; in shared mode the service's bound applies). After
     its last execute, a worker keeps polling for requests ``poll_window`` seconds (default
     250 µs, at most 10 ms; 0: off) before it sleeps, so that a request sent soon after does
-    not pay for waking it up. ``threads`` is what each worker's kernels may use (LiteRT's
+    not pay for waking it up; under asyncio the client likewise polls ``poll_window`` for the
+    reply of a lone request (one in flight per worker connection) instead of sleeping.
+    ``threads`` is what each worker's kernels may use (LiteRT's
     XNNPACK, BLAS, OpenMP; default one: a pool runs one worker per core, and more threads per
     worker would contend with the other workers); ignored with ``connect`` (the service's
     own applies, ``nnrt serve --threads``).
@@ -143,7 +145,7 @@ class Runtime:
         if self._connect is not None:
             from nnrt.runtime.backends.remote import RemoteBackend  # noqa: PLC0415
 
-            remote = RemoteBackend(self._connect)
+            remote = RemoteBackend(self._connect, self._poll_window)
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import anyio
 import numpy as np
@@ -65,3 +66,50 @@ def test_worker_refuses_a_bad_poll_window(window: str) -> None:
                           check=False)
     assert done.returncode == 2
     assert "--poll-window" in done.stderr
+
+
+def _slow_model() -> nnrt.Model:
+    """Four 256x1024 @ 1024x1024 FULLY_CONNECTEDs: tens of ms on the reference driver."""
+    rng = np.random.default_rng(0)
+    b = nnrt.ModelBuilder()
+    y = b.input("x", (256, 1024))
+    for _ in range(4):
+        y = b.fully_connected(y, (rng.standard_normal((1024, 1024)) * 0.03).astype(np.float32),
+                              np.zeros(1024, np.float32))
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the asyncio reader polls; trio's waits
+async def test_client_polls_for_a_lone_reply_within_its_window_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a lone execute runs, the client polls for its reply ``poll_window`` seconds (each
+    turn yields the CPU: the yields are counted and timed), then sleeps until the reply comes."""
+    turns: list[float] = []
+    real_yield = os.sched_yield
+
+    def counted_yield() -> None:
+        turns.append(time.monotonic())
+        real_yield()
+
+    x = np.ones((256, 1024), np.float32)
+    for window in (0.0, 0.005):
+        async with nnrt.Runtime(drivers=["reference"], workers=1, poll_window=window) as rt:
+            compiled = await rt.compile(_slow_model())
+            await compiled.execute([x])  # warm
+            monkeypatch.setattr(os, "sched_yield", counted_yield)
+            turns.clear()
+            started = time.monotonic()
+            await compiled.execute([x])
+            took = time.monotonic() - started
+            await anyio.sleep(0.05)
+            monkeypatch.setattr(os, "sched_yield", real_yield)
+        if window == 0.0:
+            assert turns == []
+            continue
+        assert took > window + 0.03, f"the model ran in {took:.4f} s, too fast to see the window"
+        assert turns, "the client never polled"
+        # every polling turn fell in the window (a turn's yield may land just after it closes,
+        # later still if the machine preempts the client in between)
+        assert turns[-1] - started < window + 0.015, (turns[-1] - started, took)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -267,10 +268,22 @@ class RequestClient:
     registered with the event loop for the connection's lifetime and responses resolve their
     futures straight from the readiness callback (no task hop per response); under other
     backends (trio) a receive task does the same through anyio.
+
+    ``poll_window`` (seconds, asyncio only): after sending a request while no other is in
+    flight, the client polls its socket from the event loop that long (a ``call_soon`` chain
+    that yields the CPU each turn) instead of sleeping in ``epoll``, so a fast reply does not
+    pay for waking the client — the same trade as the worker's own poll window
+    (:mod:`nnrt.ipc.polling`). Other ready callbacks still run between polls. 0 disables it.
     """
 
-    def __init__(self, framed: FramedSocket, peer: str = "the worker") -> None:
+    def __init__(self, framed: FramedSocket, peer: str = "the worker",
+                 poll_window: float = 0.0) -> None:
         self.framed = framed
+        self.poll_window = poll_window
+        #: ``time.monotonic()`` until which the asyncio reader polls (see ``poll_window``).
+        self._polling_until = 0.0
+        #: Starts the polling chain (set while the asyncio reader runs).
+        self._start_polling: Callable[[], None] | None = None
         #: Who answers (in messages when the connection ends): a worker, or a shared service.
         self.peer = framed.peer = peer
         self._ids = itertools.count(1)
@@ -343,15 +356,37 @@ class RequestClient:
             if not done.done():
                 done.set_result(reason)
 
+        polling = False
+
+        def poll() -> None:
+            # one turn of the polling chain: read what arrived, go on while a reply is awaited
+            nonlocal polling
+            if registered and self._pending:
+                readable()
+            if registered and self._pending and time.monotonic() < self._polling_until:
+                os.sched_yield()  # a worker sharing this CPU runs first
+                loop.call_soon(poll)
+            else:
+                polling = False
+
+        def start_polling() -> None:
+            nonlocal polling
+            if not polling:
+                polling = True
+                loop.call_soon(poll)
+
         framed.on_close = lambda: finish("the connection was closed")
         loop.add_reader(fd, readable)
         framed.use_asyncio(loop)
+        if self.poll_window > 0:
+            self._start_polling = start_polling
         try:
             return await done
         finally:
             finish("the receive task ended")
             framed.use_asyncio(None)
             self._loop = None
+            self._start_polling = None
 
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
@@ -396,6 +431,9 @@ class RequestClient:
         try:
             if fds or not self.framed.send_coalesced([request_id, verb, body]):
                 await self.framed.send([request_id, verb, body], fds)
+            if self._start_polling is not None and len(self._pending) == 1:
+                self._polling_until = time.monotonic() + self.poll_window
+                self._start_polling()
             if isinstance(waiter, _Pending):
                 status, reply = await waiter.wait()
             else:

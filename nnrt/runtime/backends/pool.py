@@ -142,7 +142,7 @@ class WorkerSlot:
     async def _serve_one(self, on_started: Callable[[], None]) -> None:
         process = await WorkerProcess.spawn(self.pool.driver, self.pool.poll_window,
                                             self.pool.threads)
-        client = RequestClient(FramedSocket(process.sock))
+        client = RequestClient(FramedSocket(process.sock), poll_window=self.pool.poll_window or 0.0)
         client.on_load_report = self.on_load_report
         try:
             async with anyio.create_task_group() as tg:

@@ -32,8 +32,10 @@ STATISTICS_MAX_AGE = 1.0
 class RemoteBackend:
     """Sends compile / execute / release to the service; it owns pools, models and limits."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, poll_window: float = 0.0) -> None:
         self.path = path
+        #: Seconds the client polls for a lone request's reply (``RequestClient``).
+        self.poll_window = poll_window
         self._client: RequestClient | None = None
         self._devices: list[DriverInfo] = []
         #: The service's pool names (what ``devices=`` names), parallel to ``_devices``.
@@ -57,7 +59,8 @@ class RemoteBackend:
             sock.close()
             raise UnavailableDevice(f"cannot connect to nnrt service at {self.path}: {exc}"
                                     ) from None
-        client = RequestClient(FramedSocket(sock), peer=f"the nnrt service at {self.path}")
+        client = RequestClient(FramedSocket(sock), peer=f"the nnrt service at {self.path}",
+                               poll_window=self.poll_window)
         self._client = client
         tg.start_soon(client.run)
         hello = await client.request(
