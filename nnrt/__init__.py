@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from nnrt.memory import TensorRef as TensorRef
     from nnrt.model.file import load as load
     from nnrt.model.file import save as save
+    from nnrt.runtime.batching import Batching as Batching
     from nnrt.runtime.buffers import BufferRole as BufferRole
     from nnrt.runtime.buffers import DeviceMemory as DeviceMemory
     from nnrt.runtime.compile.compilation import PartitionWarning as PartitionWarning
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 # The runtime (client side: anyio, pools) is imported on first use, so that driver worker
 # processes, which import nnrt's model and ops, never load client code (``docs/architecture.md``).
 _LAZY = {
+    "Batching": "nnrt.runtime.batching",
     "BufferDesc": "nnrt.hal.buffers",
     "BufferRole": "nnrt.runtime.buffers",
     "CompiledModel": "nnrt.runtime.compiled",
@@ -87,6 +89,7 @@ __all__ = [
     "BadData",
     "BadState",
     "BufferDesc",
+    "Batching",
     "BufferRole",
     "CacheError",
     "CompiledModel",

@@ -35,7 +35,7 @@ _FORM = operator.attrgetter("__class__", "dtype", "shape")
 class _InputSlot:
     """What one model input must look like, with its error-message prefix precomputed."""
 
-    __slots__ = ("dims", "dtype", "exact", "index", "operand", "position")
+    __slots__ = ("dims", "dtype", "exact", "index", "operand", "position", "tensor")
 
     def __init__(self, position: int, index: int, operand: Operand) -> None:
         self.position = position
@@ -43,6 +43,7 @@ class _InputSlot:
         self.operand = operand
         self.dtype = dtype_of(operand.type)
         self.dims = operand.dims
+        self.tensor = not is_scalar(operand.type)
         #: Whether an ndarray of exactly ``dtype`` and shape ``dims`` needs no further check.
         self.exact = not is_scalar(operand.type) and bool(self.dims) and all(
             d > 0 for d in self.dims)
@@ -59,12 +60,17 @@ class _InputSlot:
 
     def check(self, value: Any) -> Array:
         """The general check (:meth:`InputBinder.bind` passes exact arrays without a call)."""
-        where = self.where
+        if self.tensor and value.__class__ is np.ndarray and value.dtype == self.dtype and (
+                value.ndim and dims_compatible(self.dims, value.shape)):
+            return value  # what coerce_input returns for it, without building messages
         if value is None:
-            raise BadData(f"{where}: no value given")
-        arr = coerce_input(self.operand, value, where)
+            raise BadData(f"{self.where}: no value given")
+        try:  # the message's prefix is built only for a message
+            arr = coerce_input(self.operand, value, "")
+        except BadData as exc:
+            raise BadData(f"{self.where}{exc}") from None
         if not dims_compatible(self.dims, arr.shape):
-            raise BadData(f"{where}: shape {arr.shape} does not match the declared dims"
+            raise BadData(f"{self.where}: shape {arr.shape} does not match the declared dims"
                           f"{_mismatch(self.dims, arr.shape)}")
         return arr
 
@@ -82,6 +88,17 @@ class InputBinder:
         #: an array that needs no check — a list of inputs all such is bound in one comparison.
         self._forms = [(np.ndarray, slot.dtype, tuple(slot.dims)) for slot in self._slots
                        ] if all(slot.exact for slot in self._slots) else None
+
+    def relaxed(self, axes: Sequence[int | None]) -> InputBinder:
+        """This binder with the dim ``axes[p]`` of input ``p`` accepted at any size (None:
+        as declared): what a request to a batched model may give (its batch axes)."""
+        binder = InputBinder(self._model)
+        for slot, axis in zip(binder._slots, axes, strict=True):
+            if axis is not None and axis < len(slot.dims):
+                slot.dims = (*slot.dims[:axis], 0, *slot.dims[axis + 1:])
+                slot.exact = False
+        binder._forms = None
+        return binder
 
     def bind(self, inputs: Inputs, keep: type | None = None) -> list[Any]:
         """The checked input arrays in model input order, or ``BadData`` saying what is wrong.

@@ -297,8 +297,10 @@ def _declare_inputs(graph: Graph, inputs: Iterable[Any], initialized: set[str],
                     d and g != d for d, g in zip(declared, given, strict=True)):
                 raise BadData(f"input_shapes[{name!r}] = {given} does not fit the model's "
                               f"declared shape {declared}")
-            if any(g <= 0 for g in given):
-                raise BadData(f"input_shapes[{name!r}] = {given}: dims must be positive")
+            if any(g < 0 for g in given):
+                raise BadData(f"input_shapes[{name!r}] = {given}: dims must be positive (0: "
+                              "left unknown)")
+            given = [g or d for g, d in zip(given, declared, strict=True)]
             declared = given
         named = [d.dim_param or None if not dim else None
                  for d, dim in zip(tensor_type.shape.dim, declared, strict=True)]

@@ -10,7 +10,7 @@ import numpy as np
 
 from nnrt.errors import BadData, BadState
 from nnrt.model.binding import InputBinder, Inputs, widen, widened_outputs
-from nnrt.runtime.core import Shared, let_go
+from nnrt.runtime.core import Shared, deadline_after, let_go
 from nnrt.runtime.step import Step
 from nnrt.runtime.stepper import PlanRunner
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from nnrt.model.model import Model
     from nnrt.model.signature import TensorInfo
     from nnrt.runtime.backends.base import CompiledRef
+    from nnrt.runtime.batcher import Batcher
     from nnrt.runtime.compile.compilation import Compilation
     from nnrt.runtime.compile.placement import PlacementReport
     from nnrt.runtime.core import RuntimeCore
@@ -79,6 +80,8 @@ class CompiledModel:
                 self._steps = [Step(core, step.outlined.model, ref, priority, key)
                                for step, ref in zip(plan.steps, compilation.refs, strict=True)]
                 self._runner = PlanRunner(plan, self._steps, InputBinder(model))
+        #: Merges concurrent executes when compiled with ``batching=`` (set by the runtime).
+        self.batcher: Batcher | None = None
         # collected without release(): the runtime lets go of its share (no reference to self)
         self._finalizer = weakref.finalize(self, core.dropped.append, shared)
 
@@ -138,7 +141,8 @@ class CompiledModel:
 
     async def execute(self, inputs: Inputs, *,
                       outputs: Sequence[Array | TensorRef | None] | None = None,
-                      timeout: float | None = None, copy: bool = False) -> list[Array]:
+                      timeout: float | None = None, copy: bool = False,
+                      priority: int | None = None) -> list[Array]:
         """Run the model once; returns the outputs with their actual shapes.
 
         ``inputs``: a list in model input order or a dict keyed by position or name; each an
@@ -150,7 +154,26 @@ class CompiledModel:
         with every output's shape. Large results without a buffer come back as views of the
         runtime's shared arena, written there by the worker (the region is reused once the view
         is collected); ``copy=True`` returns arrays owning their memory instead.
+
+        A model compiled with ``batching=`` merges this execute with concurrent ones (see
+        :class:`nnrt.Batching`); ``priority`` above the compiled model's starts its batch at
+        once. Executes with ``outputs``, device memories or tensor references run alone.
         """
+        if self._released or (self._ref is not None and self._ref.released):
+            raise BadState("this compiled model was released")
+        batcher = self.batcher
+        if batcher is not None and outputs is None:
+            checked = batcher.check(inputs)
+            if checked is not None:
+                if timeout is not None:
+                    deadline_after(timeout)  # checked as unbatched executes check it
+                urgent = priority is not None and int(priority) > self.priority
+                return await batcher.execute(*checked, timeout, copy, urgent)
+        return await self.execute_alone(inputs, outputs, timeout, copy)
+
+    async def execute_alone(self, inputs: Inputs, outputs: Sequence[Any] | None = None,
+                            timeout: float | None = None, copy: bool = False) -> list[Array]:
+        """:meth:`execute` without batching (what a batch runs as)."""
         if self._released or (self._ref is not None and self._ref.released):
             raise BadState("this compiled model was released")
         variants = self._variants
@@ -171,6 +194,8 @@ class CompiledModel:
             return
         self._released = True
         self._finalizer.detach()
+        if self.batcher is not None:
+            self.batcher.close()
         if self._variants is not None:
             await self._variants.release()
         await let_go(self.core, self._shared)

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import math
 import os
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -30,6 +31,8 @@ from nnrt.runtime.arena import DEFAULT_ARENA_LIMIT, Arena
 from nnrt.runtime.backends.embedded import EmbeddedBackend
 from nnrt.runtime.backends.pool import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUE
 from nnrt.runtime.backends.process import check_threads
+from nnrt.runtime.batcher import Batcher
+from nnrt.runtime.batching import Batching, BatchLayout
 from nnrt.runtime.buffers import BufferRole, DeviceMemory, check_allocation
 from nnrt.runtime.compile.caching import placed_with_token
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
@@ -133,6 +136,8 @@ class Runtime:
         self._max_in_flight = max_in_flight
         self._closer: Any = None
         self._tg: TaskGroup | None = None
+        #: The dispatchers of compiled models with ``batching=`` (closed with the runtime).
+        self._batchers: weakref.WeakSet[Batcher] = weakref.WeakSet()
         self._arena_limit = arena_limit
         #: What compiled models and device memories share with this runtime.
         self._core = RuntimeCore()
@@ -193,6 +198,8 @@ class Runtime:
         if tg is None:
             return
         core = self._core
+        for batcher in list(self._batchers):  # queued requests fail; dispatchers end
+            batcher.close()
         self.memory.attach(None, loop=None)
         for buffer in list(core.buffers):  # worker-side buffers die with the workers
             buffer.freed = True
@@ -217,7 +224,8 @@ class Runtime:
                       timeout: float | None = None, allow_fallback: bool = True,
                       cache_dir: str | os.PathLike[str] | None = None,
                       token: bytes | None = None, step_cost: float = STEP_COST,
-                      shape_variants: int = DEFAULT_SHAPE_VARIANTS) -> CompiledModel:
+                      shape_variants: int = DEFAULT_SHAPE_VARIANTS,
+                      batching: Batching | None = None) -> CompiledModel:
         """Validate ``model``, place its operations on drivers and prepare it on workers.
 
         Every driver in ``devices`` (default: all of this runtime's, in order) says which
@@ -242,6 +250,12 @@ class Runtime:
         to that shape (shapes inferred, shape computations folded) and compiles that variant
         with these options; at most ``shape_variants`` (default 8) stay prepared, the least
         recently used released first (see :attr:`CompiledModel.variants`).
+
+        ``batching`` (an :class:`nnrt.Batching`) merges concurrent executes of the compiled
+        model whose inputs differ only along their batch axis into batched executions (checked
+        against the model here: ``BadData`` names an input whose batch dim cannot vary); with
+        a model prepared per input shape, each batch size it runs at is one variant, and
+        ``shape_variants`` is raised to hold them all.
         """
         backend = self._core.require_backend()
         if not isinstance(model, Model):
@@ -272,13 +286,42 @@ class Runtime:
             "preference": pref, "priority": prio, "devices": candidates,
             "allow_fallback": bool(allow_fallback), "cache_dir": cache_dir,
             "step_cost": step_cost}
-        if open_inputs(model):
+        per_shape = open_inputs(model)
+        layout = None if batching is None else BatchLayout.of(batching, model, bool(per_shape))
+        if per_shape:
             if isinstance(shape_variants, bool) or not isinstance(shape_variants, int) or (
                     shape_variants < 1):
                 raise BadData(f"shape_variants must be a positive int, got {shape_variants!r}")
-            return await self._compile_per_shape(model, options, deadline, token,
-                                                 shape_variants)
-        return await self._compile_whole(model, options, deadline, token)
+            if layout is not None:
+                shape_variants = max(shape_variants, len(layout.sizes) + 1)
+            compiled = await self._compile_per_shape(model, options, deadline, token,
+                                                     shape_variants)
+        else:
+            compiled = await self._compile_whole(model, options, deadline, token)
+        if layout is not None:
+            self._batch(compiled, model, layout, candidates[0])
+        return compiled
+
+    def _batch(self, compiled: CompiledModel, model: Model, layout: BatchLayout,
+               device: str) -> None:
+        """Give ``compiled`` a batcher whose dispatcher runs in the runtime's task group."""
+        if self._tg is None:
+            raise BadState("the Runtime is not running")
+        pool = getattr(self._core.backend, "pools", {}).get(device)
+        workers = len(pool.slots) if pool is not None else 2
+        owner = weakref.ref(compiled)  # the dispatcher must not keep the model alive
+
+        async def run(inputs: list[Any], timeout: float | None, copy: bool) -> list[Any]:
+            target = owner()
+            if target is None:
+                raise BadState("the compiled model was collected")
+            return await target.execute_alone(inputs, None, timeout, copy)
+
+        batcher = Batcher(model, layout, run, self._core.arena, workers)
+        compiled.batcher = batcher
+        weakref.finalize(compiled, batcher.close_soon)
+        self._batchers.add(batcher)
+        self._tg.start_soon(batcher.serve)
 
     async def _compile_whole(self, model: Model, options: dict[str, Any],
                              deadline: float | None, token: bytes | None) -> CompiledModel:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 from oracle import assert_close, ort_session
@@ -193,3 +194,73 @@ def test_voice_is_told_from_silence_and_noise(vad: Vad,
     # the same speech / no-speech decision as onnxruntime wherever onnxruntime is not on the edge
     clear = np.abs(vad.probabilities - 0.5) > 1e-3
     np.testing.assert_array_equal((p > 0.5)[clear], (vad.probabilities > 0.5)[clear])
+
+
+#: The batch left unknown (0): one model serves any number of streams at once.
+DYNAMIC = {"input": [0, CONTEXT + CHUNK], "state": [2, 0, 128], "sr": []}
+STREAMS = 3
+
+
+def _stream_inputs(k: int) -> list[Array]:
+    """The first chunks of stream ``k``: the audio shifted by ``k`` chunks, with context."""
+    audio = np.roll(audio_stream(), -k * 7 * CHUNK)
+    return [audio[i:i + CONTEXT + CHUNK][None] for i in range(0, 8 * CHUNK, CHUNK)]
+
+
+async def test_a_dynamic_batch_of_streams_matches_onnxruntime(vad: Vad) -> None:
+    """Imported with an unknown batch, the model runs three streams in one execution per chunk
+    (the LSTM's batch unknown at import), as onnxruntime does."""
+    model = nnrt.onnx.load(vad.path, input_shapes=DYNAMIC)
+    assert model.input_info[0].shape[0] in (None, "batch")
+    session = ort_session(vad.path)
+    rate, ort_rate = np.array([RATE], np.int64), np.array(RATE, np.int64)
+    streams = [_stream_inputs(k) for k in range(STREAMS)]
+    async with nnrt.Runtime() as rt:
+        compiled = await rt.compile(model)
+        state = ort_state = np.zeros((2, STREAMS, 128), np.float32)
+        for step in range(len(streams[0])):
+            x = np.concatenate([s[step] for s in streams])
+            out, state = await compiled.execute({"input": x, "state": state, "sr": rate},
+                                                copy=True)
+            want, ort_state = session.run(None, {"input": x, "state": ort_state,
+                                                 "sr": ort_rate})
+            assert_close(out, want, f"{vad.path.name}: step {step}, batch of {STREAMS}")
+        await compiled.release()
+
+
+async def test_concurrent_streams_are_batched_and_equal_one_by_one(vad: Vad) -> None:
+    """Three streams executing concurrently are merged (silero's state carries the batch on
+    axis 1, ``sr`` is shared) and get what they get one by one."""
+    model = nnrt.onnx.load(vad.path, input_shapes=DYNAMIC)
+    rate = np.array([RATE], np.int64)
+    streams = [_stream_inputs(k) for k in range(STREAMS)]
+    batching = nnrt.Batching(max_batch=4, max_delay=0.05,
+                             dims={"state": 1, "stateN": 1, "sr": None})
+    async with nnrt.Runtime(drivers=["reference"]) as rt:
+        alone = await rt.compile(model)
+        batched = await rt.compile(model, batching=batching)
+        expected = []
+        for stream in streams:
+            state = np.zeros((2, 1, 128), np.float32)
+            outs = []
+            for x in stream:
+                out, state = await alone.execute({"input": x, "state": state, "sr": rate},
+                                                 copy=True)
+                outs.append(out)
+            expected.append(outs)
+        got: list[list[Array]] = [[] for _ in streams]
+
+        async def run(k: int) -> None:
+            state = np.zeros((2, 1, 128), np.float32)
+            for x in streams[k]:
+                out, state = await batched.execute({"input": x, "state": state, "sr": rate},
+                                                   copy=True)
+                got[k].append(out)
+
+        async with anyio.create_task_group() as tg:
+            for k in range(STREAMS):
+                tg.start_soon(run, k)
+        batcher = batched.batcher
+        assert batcher is not None and batcher.executions < batcher.requests  # merged
+        for k in range(STREAMS):  # the reference kernels are batch-independent: bit for bit
+            np.testing.assert_array_equal(np.concatenate(got[k]), np.concatenate(expected[k]))

@@ -59,8 +59,10 @@ def lstm(n: NodeContext) -> list[Value]:
         n.fail(f"input X has type {x.dtype}; NNAPI's LSTM takes float32 or float16")
     if x.rank != 3:
         n.fail(f"input X must have rank 3, got {x.rank}")
-    shape = n.static_shape(x, "input X")
+    shape = x.shape
     seq, batch, input_size = shape if layout == 0 else (shape[1], shape[0], shape[2])
+    if not (seq and input_size):  # the batch alone may be unknown (0): a dynamic batch
+        n.static_shape(x, "input X")
     hidden = int(n.attr("hidden_size", n.input(R).shape[-1]))
     _check_sequence_lens(n, seq, batch)
     lstm_shape = _LstmShape(dirs, batch, hidden, layout)
@@ -117,7 +119,7 @@ def _check_sequence_lens(n: NodeContext, seq: int, batch: int) -> None:
     if not n.has_input(SEQUENCE_LENS):
         return
     lens = n.const_input(SEQUENCE_LENS, "sequence_lens")
-    if lens.shape != (batch,) or not (lens == seq).all():
+    if (batch and lens.shape != (batch,)) or lens.ndim != 1 or not (lens == seq).all():
         n.fail(f"sequence_lens {lens.tolist()} is not supported: only the full length {seq} "
                "for every batch entry")
 
@@ -173,6 +175,9 @@ def _state(n: NodeContext, i: int, d: int, sizes: _LstmShape, dtype: Any) -> Val
     absent)."""
     batch, hidden = sizes.batch, sizes.hidden
     if not n.has_input(i):
+        if not batch:
+            n.fail("initial_h and initial_c are needed when the batch is unknown (zeros of "
+                   "an unknown batch cannot be made at import)")
         return _const(np.zeros((batch, hidden), dtype))
     state = n.input(i)
     what = "initial_h" if i == INITIAL_H else "initial_c"
@@ -186,11 +191,12 @@ def _state(n: NodeContext, i: int, d: int, sizes: _LstmShape, dtype: Any) -> Val
     if state.dtype != dtype:
         n.fail(f"{what} has type {state.dtype}, X {np.dtype(dtype)}")
     g = n.graph
+    rows = batch or -1  # an unknown batch: SLICE to the end, RESHAPE infers it
     if sizes.dirs == 2:
         begin = [d, 0, 0] if layer_first else [0, d, 0]
-        size = [1, batch, hidden] if layer_first else [batch, 1, hidden]
+        size = [1, rows, hidden] if layer_first else [rows, 1, hidden]
         state = g.op(Op.SLICE, state, np.asarray(begin, np.int32), np.asarray(size, np.int32))
-    return g.op(Op.RESHAPE, state, np.asarray([batch, hidden], np.int32))
+    return g.op(Op.RESHAPE, state, np.asarray([rows, hidden], np.int32))
 
 
 def _run(n: NodeContext, x: Value, weights: list[Value | Omitted], states: list[Value],
@@ -213,6 +219,7 @@ def _assemble(n: NodeContext, outputs: list[list[Value]], layout: int,
     ``[dirs, batch, H]`` (layout 1: ``[batch, dirs, H]``)."""
     g = n.graph
     seq, batch, hidden = sizes
+    batch = batch or -1  # unknown: RESHAPE infers it
     y_shape = [seq, 1, batch, hidden] if layout == 0 else [batch, seq, 1, hidden]
     state_shape = [1, batch, hidden] if layout == 0 else [batch, 1, hidden]
     y_axis, state_axis = (1, 0) if layout == 0 else (2, 1)

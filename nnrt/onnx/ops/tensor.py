@@ -145,6 +145,8 @@ def _split_sizes(n: NodeContext, dim: int, outputs: int) -> list[int]:
 def split(n: NodeContext) -> list[Value]:
     """Split along ``axis``: SPLIT for equal parts, else one SLICE per part."""
     x = n.input(0)
+    if x.const is None and not x.static and x.shape:
+        return _split_open(n, x)
     dims = shape_of(n, x)
     if not dims:
         n.fail("a scalar cannot be split")
@@ -164,6 +166,28 @@ def split(n: NodeContext) -> list[Value]:
         else:
             results.append(_sliced(n, x, [(b if i == axis else 0, s if i == axis else d, 1)
                                           for i, d in enumerate(dims)]))
+    return results
+
+
+def _split_open(n: NodeContext, x: Value) -> list[Value]:
+    """Split of an input with unknown dims (0) along a known one (a dynamic batch): SPLIT for
+    equal parts, else one SLICE per part running the other axes to their end (size -1)."""
+    dims = x.shape
+    axis = _axis(n, int(n.attr("axis", 0)), len(dims))
+    if not dims[axis]:
+        n.static_shape(x)  # fails, naming the unknown dims
+    sizes = _split_sizes(n, dims[axis], len(n.node.output))
+    if len(set(sizes)) == 1 and sizes[0]:
+        return carried(n, [x], lambda vs, _: n.graph.ops(Op.SPLIT, vs[0], axis, len(sizes),
+                                                          outputs=len(sizes)), int_kernels=True)
+    if 0 in sizes:
+        n.fail(f"empty parts {sizes} of an input with unknown dims are not supported")
+    results = []
+    for start, size in zip(np.cumsum([0, *sizes[:-1]]).tolist(), sizes, strict=True):
+        begin = _ints([start if i == axis else 0 for i in range(len(dims))])
+        count = _ints([size if i == axis else -1 for i in range(len(dims))])
+        results.extend(carried(n, [x], lambda vs, _, b=begin, c=count: [
+            n.graph.op(Op.SLICE, vs[0], b, c)], int_kernels=True))
     return results
 
 
@@ -437,6 +461,8 @@ def pad(n: NodeContext) -> list[Value]:
     """Pad: constant (PAD for +0, else PAD_V2; negative pads crop with SLICE first), reflect
     (MIRROR_PAD), edge and wrap (one GATHER per padded axis, cropping included)."""
     x = n.input(0)
+    if x.const is None and not x.static:
+        return _pad_open(n, x)
     dims = shape_of(n, x)
     mode = n.attr("mode", "constant")
     widths, value = _pad_params(n, len(dims))
@@ -474,6 +500,36 @@ def pad(n: NodeContext) -> list[Value]:
         return [n.graph.op(Op.PAD_V2, vs[0], grown, v)]
 
     return carried(n, [y], build)
+
+
+def _pad_open(n: NodeContext, x: Value) -> list[Value]:
+    """Pad of an input with unknown dims (0): constant or reflect, with pads >= 0 and unknown
+    axes left unpadded (a dynamic batch), the padded axes' sizes checked here."""
+    dims = x.shape
+    mode = n.attr("mode", "constant")
+    widths, value = _pad_params(n, len(dims))
+    for axis, (d, (b, a)) in enumerate(zip(dims, widths, strict=True)):
+        if (b, a) == (0, 0):
+            continue
+        if d == 0:
+            n.static_shape(x)  # fails, naming the unknown dims
+        if b < 0 or a < 0 or mode not in ("constant", "reflect") or (
+                mode == "reflect" and max(b, a) >= d):
+            n.fail(f"mode {mode!r} pads {(b, a)} of axis {axis} ({d} elements) need the "
+                   f"input's dims known; pass input_shapes= to nnrt.onnx.load")
+    pads = _ints(widths)
+    if mode == "reflect":
+        return carried(n, [x], lambda vs, _: [n.graph.op(Op.MIRROR_PAD, vs[0], pads, 0)],
+                       int_kernels=True)
+    fill = float(np.asarray(value, x.dtype))
+
+    def build(vs: list[Value], part: Callable[[float], float]) -> list[Value]:
+        v = part(fill)
+        if v == 0 and math.copysign(1.0, v) > 0:  # PAD pads with +0
+            return [n.graph.op(Op.PAD, vs[0], pads)]
+        return [n.graph.op(Op.PAD_V2, vs[0], pads, v)]
+
+    return carried(n, [x], build)
 
 
 def _index_pad(n: NodeContext, x: Value, mode: str, widths: list[tuple[int, int]]) -> Value:
