@@ -186,9 +186,14 @@ def _split_open(n: NodeContext, x: Value) -> list[Value]:
     for start, size in zip(np.cumsum([0, *sizes[:-1]]).tolist(), sizes, strict=True):
         begin = _ints([start if i == axis else 0 for i in range(len(dims))])
         count = _ints([size if i == axis else -1 for i in range(len(dims))])
-        results.extend(carried(n, [x], lambda vs, _, b=begin, c=count: [
-            n.graph.op(Op.SLICE, vs[0], b, c)], int_kernels=True))
+        results.extend(carried(n, [x], _slice_build(n, begin, count), int_kernels=True))
     return results
+
+
+def _slice_build(n: NodeContext, begin: Array, size: Array
+                 ) -> Callable[[list[Value], Any], list[Value]]:
+    """A ``carried`` builder of one SLICE."""
+    return lambda vs, _: [n.graph.op(Op.SLICE, vs[0], begin, size)]
 
 
 def _sliced(n: NodeContext, x: Value, ranges: list[tuple[int, int, int]]) -> Value:

@@ -273,3 +273,63 @@ def test_named_dims_keep_their_onnx_names_for_callers() -> None:
     assert str(model.input_info[0]) == "x: float32[N, 3, H, 8]"
     pinned = nnrt.onnx.load(proto, input_shapes={"x": [1, 3, 4, 8]})
     assert pinned.input_info[0].shape == (1, 3, 4, 8)
+
+
+def test_input_shapes_may_leave_a_dim_unknown_with_zero() -> None:
+    vi = helper.make_tensor_value_info("x", TP.FLOAT, ["batch", "t"])
+    proto = _model([helper.make_node("Relu", ["x"], ["y"])], [vi], ["y"])
+    model = nnrt.onnx.load(proto, input_shapes={"x": [0, 576]})
+    assert model.operands[model.inputs[0]].dims == (0, 576)
+    with pytest.raises(nnrt.BadData, match="dims must be positive"):
+        nnrt.onnx.load(proto, input_shapes={"x": [-1, 576]})
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_pad_of_a_known_axis_keeps_an_unknown_batch(mode: str) -> None:
+    pads = numpy_helper.from_array(np.array([0, 3, 0, 2], np.int64), "pads")
+    proto = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
+                   [_x(dims=("N", 8))], ["y"])
+    proto.graph.initializer.append(pads)
+    model = _same_as_ort(proto, [{"x": _RNG.standard_normal((n, 8)).astype(np.float32)}
+                                 for n in (1, 3)])
+    assert model.operands[model.outputs[0]].dims[0] == 0
+
+
+def test_pad_of_an_unknown_axis_says_why() -> None:
+    pads = numpy_helper.from_array(np.array([1, 0, 0, 0], np.int64), "pads")
+    proto = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
+                   [_x(dims=("N", 8))], ["y"])
+    proto.graph.initializer.append(pads)
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="unknown dims"):
+        nnrt.onnx.load(proto)
+
+
+@pytest.mark.parametrize("split", [None, [2, 6]])
+def test_split_along_a_known_axis_keeps_an_unknown_batch(split: list[int] | None) -> None:
+    inputs = ["x"]
+    initializers = {}
+    if split is not None:
+        inputs.append("split")
+        initializers["split"] = np.array(split, np.int64)
+    proto = _model([helper.make_node("Split", inputs, ["a", "b"], axis=1)],
+                   [_x(dims=("N", 8))], ["a", "b"], initializers)
+    _same_as_ort(proto, [{"x": _RNG.standard_normal((n, 8)).astype(np.float32)}
+                         for n in (1, 4)])
+
+
+def test_lstm_with_an_unknown_batch_and_given_states() -> None:
+    hidden, size = 5, 3
+    w = (_RNG.standard_normal((1, 4 * hidden, size)) * 0.4).astype(np.float32)
+    r = (_RNG.standard_normal((1, 4 * hidden, hidden)) * 0.4).astype(np.float32)
+    node = helper.make_node("LSTM", ["x", "w", "r", "", "", "h0", "c0"], ["y", "h", "c"],
+                            hidden_size=hidden)
+    proto = _model([node], [_x(dims=(2, "N", size)), _x("h0", (1, "N", hidden)),
+                            _x("c0", (1, "N", hidden))], ["y", "h", "c"], {"w": w, "r": r})
+    feeds = [{"x": _RNG.standard_normal((2, n, size)).astype(np.float32),
+              "h0": _RNG.standard_normal((1, n, hidden)).astype(np.float32),
+              "c0": _RNG.standard_normal((1, n, hidden)).astype(np.float32)} for n in (1, 3)]
+    _same_as_ort(proto, feeds)
+    no_states = _model([helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=hidden)],
+                       [_x(dims=(2, "N", size))], ["y"], {"w": w, "r": r})
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="initial_h and initial_c"):
+        nnrt.onnx.load(no_states)
