@@ -17,6 +17,7 @@ from nnrt.model.types import OperationType as Op
 from nnrt.onnx.dtypes import ONNX_NUMPY, SMALL_INTS
 from nnrt.onnx.graph import Value
 from nnrt.onnx.node import NodeContext, converter
+from nnrt.onnx.ops.dynamic import dims_of, filled
 from nnrt.onnx.smallint import as_int32, fits, retagged, wrap
 
 Array = np.ndarray[Any, Any]
@@ -347,8 +348,12 @@ def cast_to(n: NodeContext, x: Value, target: np.dtype[Any]) -> Value:
     if target == _BOOL:  # NNAPI CAST has no bool results: x != 0
         return binary(n, Op.NOT_EQUAL, x, _scalar_like(x, 0), dtype=_BOOL)
     if x.dtype == _BOOL:  # nor bool inputs: select(x, 1, 0)
-        shape = n.static_shape(x) or (1,)
         kind = same.get(target, target)
+        if x.shape and not x.static:  # ones and zeros of x's shape at execution: FILL
+            dims = dims_of(n, x, 0, x.rank)
+            ones, zeros = (filled(n, dims, v, kind, x.shape) for v in (1, 0))
+            return n.graph.op(Op.SELECT, x, ones, zeros, dtype=kind, shape=keep)
+        shape = n.static_shape(x) or (1,)
         ones = Value("", kind, shape, const=np.ones(shape, kind))
         zeros = Value("", kind, shape, const=np.zeros(shape, kind))
         return n.graph.op(Op.SELECT, x, ones, zeros, dtype=kind, shape=keep)

@@ -333,3 +333,12 @@ def test_lstm_with_an_unknown_batch_and_given_states() -> None:
                        [_x(dims=(2, "N", size))], ["y"], {"w": w, "r": r})
     with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="initial_h and initial_c"):
         nnrt.onnx.load(no_states)
+
+
+@pytest.mark.parametrize("to", [TP.FLOAT, TP.INT32, TP.INT64])
+def test_cast_of_booleans_with_unknown_dims_fills_at_execution(to: int) -> None:
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["b"]),
+             helper.make_node("Cast", ["b"], ["y"], to=to)]
+    proto = _model(nodes, [_x(dims=("N", 5))], ["y"], {"zero": np.zeros((), np.float32)})
+    _same_as_ort(proto, [{"x": _RNG.standard_normal((n, 5)).astype(np.float32)}
+                         for n in (1, 3)])
