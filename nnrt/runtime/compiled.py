@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnrt.errors import BadData, BadState
+from nnrt.errors import BadData, BadState, NnrtError
 from nnrt.model.binding import InputBinder, Inputs, widen, widened_outputs
 from nnrt.runtime.core import Shared, let_go
+from nnrt.runtime.metrics import ModelMetrics
 from nnrt.runtime.step import Step
 from nnrt.runtime.stepper import PlanRunner
 
@@ -79,8 +82,24 @@ class CompiledModel:
                 self._steps = [Step(core, step.outlined.model, ref, priority, key)
                                for step, ref in zip(plan.steps, compilation.refs, strict=True)]
                 self._runner = PlanRunner(plan, self._steps, InputBinder(model))
+        self._metrics = ModelMetrics(default_name(model))
         # collected without release(): the runtime lets go of its share (no reference to self)
         self._finalizer = weakref.finalize(self, core.dropped.append, shared)
+
+    @property
+    def name(self) -> str:
+        """The model's name in ``rt.statistics().models`` and the metrics (``rt.compile(name=)``,
+        made unique in the runtime)."""
+        return self._metrics.name
+
+    @property
+    def metrics(self) -> ModelMetrics:
+        """What this model's executes recorded (``metrics.snapshot()``: its
+        :class:`~nnrt.runtime.metrics.ModelStatistics`)."""
+        metrics = self._metrics
+        with contextlib.suppress(NnrtError):  # per-shape variants, none yet
+            metrics.driver = self.device
+        return metrics
 
     @property
     def ref(self) -> CompiledRef:
@@ -151,6 +170,28 @@ class CompiledModel:
         runtime's shared arena, written there by the worker (the region is reused once the view
         is collected); ``copy=True`` returns arrays owning their memory instead.
         """
+        start = time.monotonic()
+        error: BaseException | None = None
+        try:
+            return await self._execute(inputs, outputs, timeout, copy)
+        except BaseException as exc:  # counted by kind, cancellation too; raised on
+            error = exc
+            raise
+        finally:
+            self._metrics.request_done(time.monotonic() - start, error)
+
+    async def _execute(self, inputs: Inputs, outputs: Sequence[Array | TensorRef | None] | None,
+                       timeout: float | None, copy: bool) -> list[Array]:
+        """``execute`` without its request metrics: one execution sent alone, recorded as a
+        batch of one (a batched execution is recorded by its batcher)."""
+        start = time.monotonic()
+        results = await self._execute_alone(inputs, outputs, timeout, copy)
+        self._metrics.execution_done(1, (0.0,), time.monotonic() - start)
+        return results
+
+    async def _execute_alone(self, inputs: Inputs,
+                             outputs: Sequence[Array | TensorRef | None] | None,
+                             timeout: float | None, copy: bool) -> list[Array]:
         if self._released or (self._ref is not None and self._ref.released):
             raise BadState("this compiled model was released")
         variants = self._variants
@@ -171,6 +212,7 @@ class CompiledModel:
             return
         self._released = True
         self._finalizer.detach()
+        self.core.models.remove(self)
         if self._variants is not None:
             await self._variants.release()
         await let_go(self.core, self._shared)
@@ -184,6 +226,14 @@ class CompiledModel:
     def released(self) -> bool:
         """Whether :meth:`release` was called (or the runtime closed)."""
         return self._released or (self._ref is not None and self._ref.released)
+
+
+def default_name(model: Model) -> str:
+    """A compiled model's name when ``compile`` is given none: its first output's name (the
+    ONNX and TFLite importers keep the file's names), else ``"model"``."""
+    outputs = model.output_info
+    name = outputs[0].name if outputs else None
+    return name if isinstance(name, str) and name else "model"
 
 
 def _device_memories(inputs: Inputs, outputs: Sequence[Any] | None) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import math
@@ -36,7 +37,7 @@ from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.compile.constants import place_constants
 from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
 from nnrt.runtime.compile.specialize import open_inputs
-from nnrt.runtime.compiled import CompiledModel
+from nnrt.runtime.compiled import CompiledModel, default_name
 from nnrt.runtime.core import RuntimeCore, Shared, deadline_after, release_dropped
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.variants import DEFAULT_SHAPE_VARIANTS, ShapeVariants, packed_locations
@@ -217,7 +218,8 @@ class Runtime:
                       timeout: float | None = None, allow_fallback: bool = True,
                       cache_dir: str | os.PathLike[str] | None = None,
                       token: bytes | None = None, step_cost: float = STEP_COST,
-                      shape_variants: int = DEFAULT_SHAPE_VARIANTS) -> CompiledModel:
+                      shape_variants: int = DEFAULT_SHAPE_VARIANTS,
+                      name: str | None = None) -> CompiledModel:
         """Validate ``model``, place its operations on drivers and prepare it on workers.
 
         Every driver in ``devices`` (default: all of this runtime's, in order) says which
@@ -242,8 +244,15 @@ class Runtime:
         to that shape (shapes inferred, shape computations folded) and compiles that variant
         with these options; at most ``shape_variants`` (default 8) stay prepared, the least
         recently used released first (see :attr:`CompiledModel.variants`).
+
+        ``name`` names the compiled model in ``statistics().models`` and the metrics (default:
+        its first output's name, else ``"model"``); a name taken by a live compiled model of
+        this runtime gets ``#2``, ``#3``, … (:attr:`CompiledModel.name`).
         """
         backend = self._core.require_backend()
+        if name is not None and not (isinstance(name, str) and 0 < len(name) <= 200):
+            raise BadData(f"compile: name must be a string of 1 to 200 characters, got "
+                          f"{name!r:.60}")
         if not isinstance(model, Model):
             raise BadData(f"compile expects an nnrt.Model, got {type(model).__name__}")
         await release_dropped(self._core)
@@ -271,14 +280,17 @@ class Runtime:
         options: dict[str, Any] = {
             "preference": pref, "priority": prio, "devices": candidates,
             "allow_fallback": bool(allow_fallback), "cache_dir": cache_dir,
-            "step_cost": step_cost}
+            "step_cost": step_cost, "name": name or default_name(model)}
         if open_inputs(model):
             if isinstance(shape_variants, bool) or not isinstance(shape_variants, int) or (
                     shape_variants < 1):
                 raise BadData(f"shape_variants must be a positive int, got {shape_variants!r}")
-            return await self._compile_per_shape(model, options, deadline, token,
-                                                 shape_variants)
-        return await self._compile_whole(model, options, deadline, token)
+            compiled = await self._compile_per_shape(model, options, deadline, token,
+                                                     shape_variants)
+        else:
+            compiled = await self._compile_whole(model, options, deadline, token)
+        self._core.models.add(compiled, name or compiled.name)
+        return compiled
 
     async def _compile_whole(self, model: Model, options: dict[str, Any],
                              deadline: float | None, token: bytes | None) -> CompiledModel:
@@ -321,7 +333,7 @@ class Runtime:
             compilation = await compile_model(
                 backend, model, placed, preference=int(options["preference"]), priority=prio,
                 devices=candidates, deadline=deadline, allow_fallback=options["allow_fallback"],
-                cache=cache, step_cost=options["step_cost"])
+                cache=cache, step_cost=options["step_cost"], name=options.get("name"))
         except BaseException:
             if placed.packed is not None:
                 placed.packed.close()
@@ -411,11 +423,16 @@ class Runtime:
         background when a call finds it over a second old (:meth:`refresh_statistics` fetches
         it now).
         """
-        return self._core.require_backend().statistics()
+        return self._with_models(self._core.require_backend().statistics())
 
     async def refresh_statistics(self) -> RuntimeStatistics:
         """Fetch fresh statistics (shared mode asks the service); returns them."""
-        return await self._core.require_backend().refresh_statistics()
+        return self._with_models(await self._core.require_backend().refresh_statistics())
+
+    def _with_models(self, stats: RuntimeStatistics) -> RuntimeStatistics:
+        """``stats`` with this runtime's live compiled models (recorded in this process, in
+        shared mode too)."""
+        return dataclasses.replace(stats, models=self._core.models.snapshot())
 
     @staticmethod
     def sync(**runtime_kwargs: Any) -> SyncRuntime:
