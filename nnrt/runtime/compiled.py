@@ -170,40 +170,28 @@ class CompiledModel:
         runtime's shared arena, written there by the worker (the region is reused once the view
         is collected); ``copy=True`` returns arrays owning their memory instead.
         """
-        start = time.monotonic()
-        error: BaseException | None = None
-        try:
-            return await self._execute(inputs, outputs, timeout, copy)
-        except BaseException as exc:  # counted by kind, cancellation too; raised on
-            error = exc
-            raise
-        finally:
-            self._metrics.request_done(time.monotonic() - start, error)
-
-    async def _execute(self, inputs: Inputs, outputs: Sequence[Array | TensorRef | None] | None,
-                       timeout: float | None, copy: bool) -> list[Array]:
-        """``execute`` without its request metrics: one execution sent alone, recorded as a
-        batch of one (a batched execution is recorded by its batcher)."""
-        start = time.monotonic()
-        results = await self._execute_alone(inputs, outputs, timeout, copy)
-        self._metrics.execution_done(1, (0.0,), time.monotonic() - start)
-        return results
-
-    async def _execute_alone(self, inputs: Inputs,
-                             outputs: Sequence[Array | TensorRef | None] | None,
-                             timeout: float | None, copy: bool) -> list[Array]:
         if self._released or (self._ref is not None and self._ref.released):
             raise BadState("this compiled model was released")
-        variants = self._variants
-        if variants is not None:
-            if not _device_memories(inputs, outputs):  # the variant widens its outputs
-                return await variants.execute(inputs, outputs, timeout, copy)
-            if not self._steps:
-                raise BadData("device memories need the model compiled as it is, with its "
-                              "unknown input dims, and none of this compile's devices runs it "
-                              "so (the reference driver does)")
-        results = await self._runner.execute(inputs, outputs, timeout, copy)
-        return widen(results, self._widened) if self._widened else results
+        start = time.monotonic()
+        try:
+            variants = self._variants
+            if variants is not None and not _device_memories(inputs, outputs):
+                results = await variants.execute(inputs, outputs, timeout, copy)  # widened
+            else:
+                if variants is not None and not self._steps:
+                    raise BadData("device memories need the model compiled as it is, with "
+                                  "its unknown input dims, and none of this compile's devices "
+                                  "runs it so (the reference driver does)")
+                results = await self._runner.execute(inputs, outputs, timeout, copy)
+                if self._widened:
+                    results = widen(results, self._widened)
+        except BaseException as exc:  # counted by kind, cancellation too; raised on
+            end = time.monotonic()
+            self._metrics.request_done(end - start, exc, end)
+            raise
+        end = time.monotonic()
+        self._metrics.alone_done(end - start, end)  # a batch of one (a batcher records its own)
+        return results
 
     async def release(self) -> None:
         """Free this model on every worker (once no identical compile of the runtime uses it

@@ -102,10 +102,12 @@ class Histogram:
         self._counts[bisect_left(self.bounds, value)] += 1
         self._sum += value
 
-    def snapshot(self) -> HistogramSnapshot:
-        """The histogram now (consistent even while another thread observes)."""
+    def snapshot(self, first: int = 0, first_sum: float = 0.0) -> HistogramSnapshot:
+        """The histogram now (consistent even while another thread observes), with ``first``
+        more observations in the first bucket, summing to ``first_sum`` (counted elsewhere)."""
         per_bucket = self._counts.copy()  # one step: never a half-updated list
-        total = self._sum
+        per_bucket[0] += first
+        total = self._sum + first_sum
         cumulative, running = [], 0
         for n in per_bucket[:-1]:
             running += n
@@ -159,7 +161,7 @@ class ModelMetrics:
     """The metrics one compiled model records; :meth:`snapshot` reads them
     (:class:`ModelStatistics`). ``clock`` is ``time.monotonic`` unless a test steps time."""
 
-    __slots__ = ("__weakref__", "_clock", "_errors", "_ring", "_seconds", "_started",
+    __slots__ = ("__weakref__", "_alone", "_clock", "_errors", "_ring", "_seconds", "_started",
                  "batch_size", "driver", "execution", "latency", "name", "queue_wait",
                  "requests")
 
@@ -174,37 +176,72 @@ class ModelMetrics:
         self.execution = Histogram(SECONDS_BOUNDS)
         self.requests = 0
         self._errors: dict[str, int] = {}
+        #: Executions sent alone (:meth:`alone_done`): each a batch of 1 that waited 0 s.
+        self._alone = 0
         self._clock = clock
         self._started = clock()
         #: Requests finished per whole second: slot ``s % len`` counts second ``_seconds[slot]``.
         self._ring = [0] * (RATE_WINDOW + 1)
         self._seconds = [-1] * (RATE_WINDOW + 1)
 
-    def request_done(self, latency: float, error: BaseException | None) -> None:
-        """One ``execute`` call finished after ``latency`` seconds, raising ``error`` (or not)."""
+    def request_done(self, latency: float, error: BaseException | None,
+                     now: float | None = None) -> None:
+        """One ``execute`` call finished after ``latency`` seconds, raising ``error`` (or not);
+        ``now``: when (the clock's time, if the caller has it: saves reading the clock)."""
         self.requests += 1
-        self.latency.observe(latency)
-        second = int(self._clock())
+        histogram = self.latency  # Histogram.observe inlined: this runs per execute
+        histogram._counts[bisect_left(histogram.bounds, latency)] += 1
+        histogram._sum += latency
+        second = int(self._clock() if now is None else now)
         slot = second % (RATE_WINDOW + 1)
         if self._seconds[slot] != second:
             self._ring[slot] = 0
             self._seconds[slot] = second
         self._ring[slot] += 1
         if error is not None:
-            kind = error_kind(error)
-            errors = self._errors
-            if kind not in errors and len(errors) >= MAX_ERROR_KINDS:
-                kind = "other"
-            errors[kind] = errors.get(kind, 0) + 1
+            self._count_error(error)
+
+    def _count_error(self, error: BaseException) -> None:
+        kind = error_kind(error)
+        errors = self._errors
+        if kind not in errors and len(errors) >= MAX_ERROR_KINDS:
+            kind = "other"
+        errors[kind] = errors.get(kind, 0) + 1
 
     def execution_done(self, size: int, waits: Sequence[float], seconds: float) -> None:
         """One execution of ``size`` requests was sent to a worker and returned after
         ``seconds``; ``waits`` are the seconds each of its requests waited to join it."""
-        self.batch_size.observe(size)
-        observe = self.queue_wait.observe
+        histogram = self.batch_size  # Histogram.observe inlined: this runs per execution
+        histogram._counts[bisect_left(histogram.bounds, size)] += 1
+        histogram._sum += size
+        histogram = self.queue_wait
+        counts, bounds = histogram._counts, histogram.bounds
         for wait in waits:
-            observe(wait)
-        self.execution.observe(seconds)
+            counts[bisect_left(bounds, wait)] += 1
+            histogram._sum += wait
+        histogram = self.execution
+        histogram._counts[bisect_left(histogram.bounds, seconds)] += 1
+        histogram._sum += seconds
+
+    def alone_done(self, seconds: float, now: float | None = None) -> None:
+        """An ``execute`` sent alone (no batch) returned after ``seconds``: what
+        ``request_done(seconds, None, now)`` and ``execution_done(1, [0.0], seconds)`` record,
+        in one step (this is the path of every unbatched execute)."""
+        self.requests += 1
+        index = bisect_left(SECONDS_BOUNDS, seconds)
+        histogram = self.latency
+        histogram._counts[index] += 1
+        histogram._sum += seconds
+        histogram = self.execution
+        histogram._counts[index] += 1
+        histogram._sum += seconds
+        self._alone += 1
+        second = int(self._clock() if now is None else now)
+        slot = second % (RATE_WINDOW + 1)
+        if self._seconds[slot] != second:
+            self._ring[slot] = 0
+            self._seconds[slot] = second
+        self._ring[slot] += 1
 
     def requests_per_second(self) -> float:
         """Requests finished per second over the last :data:`RATE_WINDOW` seconds."""
@@ -218,10 +255,12 @@ class ModelMetrics:
 
     def snapshot(self) -> ModelStatistics:
         """The metrics now."""
+        alone = self._alone
         return ModelStatistics(
             self.name, self.driver, self.requests, self._errors.copy(),
-            self.requests_per_second(), self.latency.snapshot(), self.queue_wait.snapshot(),
-            self.batch_size.snapshot(), self.execution.snapshot())
+            self.requests_per_second(), self.latency.snapshot(),
+            self.queue_wait.snapshot(alone), self.batch_size.snapshot(alone, float(alone)),
+            self.execution.snapshot())
 
 
 class Measured(Protocol):

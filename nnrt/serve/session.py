@@ -465,16 +465,14 @@ class Session:
         ref = self._ref(body["handle"])
         metrics = self.measured[body["handle"]].metrics
         start = time.monotonic()
-        error: BaseException | None = None
         try:
             reply = await self._forward_execute(ref, body)
         except BaseException as exc:  # counted by kind, cancellation too; raised on
-            error = exc
+            end = time.monotonic()
+            metrics.request_done(end - start, exc, end)
             raise
-        finally:
-            seconds = time.monotonic() - start
-            metrics.request_done(seconds, error)
-        metrics.execution_done(1, (0.0,), seconds)
+        end = time.monotonic()
+        metrics.alone_done(end - start, end)
         return reply
 
     async def _forward_execute(self, ref: CompiledRef, body: dict[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ async def test_statistics_count_requests_errors_and_latency() -> None:
         assert (compiled.name, other.name) == ("adder", "y")  # y: the model's output name
         for _ in range(25):
             (y,) = await compiled.execute([X])
-        np.testing.assert_array_equal(y, X + [1, 2, 3, 4])
+        np.testing.assert_array_equal(y, X + np.arange(1, 5, dtype=np.float32))
         with pytest.raises(nnrt.BadData):
             await compiled.execute([np.ones((2, 3), np.float32)])  # wrong shape
         stats = rt.statistics()
@@ -224,6 +224,6 @@ def test_hostile_http_requests_are_refused_and_the_service_serves_on(
     async def use() -> None:  # and the service itself is unharmed
         async with nnrt.Runtime(connect=path) as rt:
             (y,) = await (await rt.compile(add_model())).execute([X])
-            np.testing.assert_array_equal(y, X + [1, 2, 3, 4])
+            np.testing.assert_array_equal(y, X + np.arange(1, 5, dtype=np.float32))
 
     anyio.run(use)

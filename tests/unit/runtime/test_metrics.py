@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import math
 import random
 import threading
@@ -36,8 +37,8 @@ class Clock:
 
 def test_bounds_span_50us_to_60s_and_batches_1_to_1024() -> None:
     assert SECONDS_BOUNDS[0] == 5e-5 and SECONDS_BOUNDS[-1] == 60.0
-    assert all(a < b for a, b in zip(SECONDS_BOUNDS, SECONDS_BOUNDS[1:], strict=False))
-    assert BATCH_BOUNDS == tuple(float(2**k) for k in range(11))
+    assert all(a < b for a, b in itertools.pairwise(SECONDS_BOUNDS))
+    assert tuple(float(2**k) for k in range(11)) == BATCH_BOUNDS
     for bad in ((), (1.0, 1.0), (2.0, 1.0), (1.0, math.inf)):
         with pytest.raises(ValueError, match="increasing"):
             Histogram(bad)
@@ -190,3 +191,18 @@ def test_snapshots_read_from_another_thread_are_consistent() -> None:
     assert seen == []
     final = m.snapshot()
     assert final.requests == final.latency.count == 100_000
+
+
+def test_an_execute_sent_alone_records_what_a_batch_of_one_does() -> None:
+    clock = Clock()
+    alone, spelled_out = ModelMetrics("a", clock=clock), ModelMetrics("b", clock=clock)
+    for seconds in (0.0001, 0.003, 0.003, 2.0, 99.0):
+        alone.alone_done(seconds)
+        spelled_out.request_done(seconds, None)
+        spelled_out.execution_done(1, [0.0], seconds)
+    a, b = alone.snapshot(), spelled_out.snapshot()
+    assert (a.requests, a.errors, a.requests_per_second) == (
+        b.requests, b.errors, b.requests_per_second)
+    for field in ("latency", "queue_wait", "batch_size", "execution"):
+        assert getattr(a, field) == getattr(b, field), field
+    assert a.batch_size.counts[0] == a.queue_wait.counts[0] == 5
