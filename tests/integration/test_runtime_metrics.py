@@ -25,9 +25,9 @@ import nnrt
 X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.mark.anyio
