@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteStream, SocketAttribute
 
+from nnrt.errors import BadData
 from nnrt.runtime.backends.embedded import EmbeddedBackend
 from nnrt.runtime.metrics import MetricsRegistry, ModelMetrics
 from nnrt.runtime.prometheus import CONTENT_TYPE, prometheus_text
@@ -83,7 +84,10 @@ async def serve_metrics(host: str, port: int, statistics: Callable[[], RuntimeSt
                         task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
     """Serve ``GET /metrics`` on ``host``:``port`` until cancelled; ``task_status.started``
     gets the port listened on (``port`` 0: one the system chose)."""
-    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    try:
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    except OSError as exc:
+        raise BadData(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
     bound = listener.extra(SocketAttribute.local_port)
     log.info("metrics on http://%s:%d/metrics", host, bound)
     open_connections = 0

@@ -123,9 +123,9 @@ async def serve(path: str, *, drivers: Sequence[str] | None = None,
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, tg)
-            await backend.start(tg)
-            if metrics is not None:
+            if metrics is not None:  # first: a port in use fails before any worker starts
                 await tg.start(serve_metrics, *metrics, measured.statistics)
+            await backend.start(tg)
             listener = _listen(path)  # the socket appears once the service is ready
             if ready is not None:
                 ready()

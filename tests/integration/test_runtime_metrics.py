@@ -8,6 +8,7 @@ import re
 import select
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -227,3 +228,17 @@ def test_hostile_http_requests_are_refused_and_the_service_serves_on(
             np.testing.assert_array_equal(y, X + np.arange(1, 5, dtype=np.float32))
 
     anyio.run(use)
+
+
+def test_a_metrics_port_in_use_fails_the_service_at_once(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "nnrt", "serve", "--socket", str(tmp_path / "s.sock"),
+             "--driver", "reference", "--workers", "1", "--metrics-port", str(port)],
+            capture_output=True, timeout=60, check=False)
+    assert result.returncode == 1
+    assert f"cannot serve metrics on 127.0.0.1:{port}" in result.stderr.decode()
+    assert not (tmp_path / "s.sock").exists()
