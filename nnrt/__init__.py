@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from nnrt.runtime.compile.compilation import PartitionWarning as PartitionWarning
     from nnrt.runtime.compile.placement import PlacementReport as PlacementReport
     from nnrt.runtime.compiled import CompiledModel as CompiledModel
+    from nnrt.runtime.metrics import ModelStatistics as ModelStatistics
+    from nnrt.runtime.prometheus import prometheus_text as prometheus_text
     from nnrt.runtime.runtime import Runtime as Runtime
     from nnrt.runtime.stats import RuntimeStatistics as RuntimeStatistics
     from nnrt.runtime.sync import SyncRuntime as SyncRuntime
@@ -64,6 +66,8 @@ _LAZY = {
     "save": "nnrt.model.file",
     "PartitionWarning": "nnrt.runtime.compile.compilation",
     "PlacementReport": "nnrt.runtime.compile.placement",
+    "ModelStatistics": "nnrt.runtime.metrics",
+    "prometheus_text": "nnrt.runtime.prometheus",
     "Runtime": "nnrt.runtime.runtime",
     "RuntimeStatistics": "nnrt.runtime.stats",
     "SyncRuntime": "nnrt.runtime.sync",
@@ -100,6 +104,7 @@ __all__ = [
     "Memory",
     "Model",
     "ModelBuilder",
+    "ModelStatistics",
     "NnrtError",
     "Omitted",
     "OpFailed",
@@ -123,6 +128,7 @@ __all__ = [
     "Unsupported",
     "default_cache_dir",
     "load",
+    "prometheus_text",
     "reference",
     "run_sync",
     "save",

@@ -85,8 +85,10 @@ def _serve(args: argparse.Namespace) -> int:
     limits = ClientLimits(max_pools=args.max_pools, max_device_bytes=args.max_device_bytes,
                           max_in_flight=args.max_in_flight)
     try:
+        metrics = None if args.metrics_port is None else (args.metrics_host, args.metrics_port)
         anyio.run(lambda: serve(args.socket, drivers=drivers, workers=workers, limits=limits,
-                                max_queue=args.max_queue, threads=args.threads))
+                                max_queue=args.max_queue, threads=args.threads,
+                                metrics=metrics))
     except (NnrtError, OSError) as exc:
         print(f"nnrt serve: {exc}", file=sys.stderr)
         return 1
@@ -98,6 +100,17 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     return 0
 
+
+
+def _port(text: str) -> int:
+    """A TCP port number from the command line (0: any free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, got {text!r}")
+    return port
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -169,6 +182,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="requests one client may have unanswered (default 4096)")
     serve.add_argument("--max-queue", type=int, default=10_000,
                        help="requests that may wait for a worker, per driver (default 10000)")
+    serve.add_argument("--metrics-port", type=_port, default=None, metavar="PORT",
+                       help="serve Prometheus metrics (text format 0.0.4) at GET /metrics on "
+                       "this TCP port: pools, per-worker load, and per compiled model "
+                       "requests, errors by kind and latency histograms (0: any free port, "
+                       "logged; default: no metrics endpoint)")
+    serve.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                       help="address the metrics endpoint listens on (default 127.0.0.1: this "
+                       "host only; the endpoint has no authentication)")
     serve.set_defaults(func=_serve)
     add_run_parser(commands)
     add_inspect_parser(commands)

@@ -125,7 +125,8 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
     "copy_to": {"token": (_INT, True), "target": (_OPT_LIST, False)},
     # shared-mode service verbs (client -> nnrt serve)
     "compile": {"model": (_MAP, True), "preference": (_INT, False), "priority": (_INT, False),
-                "devices": (_LIST, False), "compiled": (_LIST, False), "cache": (_MAP, False)},
+                "devices": (_LIST, False), "compiled": (_LIST, False), "cache": (_MAP, False),
+                "name": (_STR, False)},
     "statistics": {},
 }
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnrt.errors import BadData, BadState
+from nnrt.errors import BadData, BadState, NnrtError
 from nnrt.model.binding import InputBinder, Inputs, widen, widened_outputs
 from nnrt.runtime.core import Shared, deadline_after, let_go
+from nnrt.runtime.metrics import ModelMetrics
 from nnrt.runtime.step import Step
 from nnrt.runtime.stepper import PlanRunner
 
@@ -82,8 +85,24 @@ class CompiledModel:
                 self._runner = PlanRunner(plan, self._steps, InputBinder(model))
         #: Merges concurrent executes when compiled with ``batching=`` (set by the runtime).
         self.batcher: Batcher | None = None
+        self._metrics = ModelMetrics(default_name(model))
         # collected without release(): the runtime lets go of its share (no reference to self)
         self._finalizer = weakref.finalize(self, core.dropped.append, shared)
+
+    @property
+    def name(self) -> str:
+        """The model's name in ``rt.statistics().models`` and the metrics (``rt.compile(name=)``,
+        made unique in the runtime)."""
+        return self._metrics.name
+
+    @property
+    def metrics(self) -> ModelMetrics:
+        """What this model's executes recorded (``metrics.snapshot()``: its
+        :class:`~nnrt.runtime.metrics.ModelStatistics`)."""
+        metrics = self._metrics
+        with contextlib.suppress(NnrtError):  # per-shape variants, none yet
+            metrics.driver = self.device
+        return metrics
 
     @property
     def ref(self) -> CompiledRef:
@@ -161,29 +180,43 @@ class CompiledModel:
         """
         if self._released or (self._ref is not None and self._ref.released):
             raise BadState("this compiled model was released")
-        batcher = self.batcher
-        if batcher is not None and outputs is None:
-            checked = batcher.check(inputs)
-            if checked is not None:
+        start = time.monotonic()
+        batched = False
+        try:
+            batcher = self.batcher
+            checked = batcher.check(inputs) if batcher is not None and outputs is None else None
+            if checked is not None and batcher is not None:
                 if timeout is not None:
                     deadline_after(timeout)  # checked as unbatched executes check it
                 urgent = priority is not None and int(priority) > self.priority
-                return await batcher.execute(*checked, timeout, copy, urgent)
-        return await self.execute_alone(inputs, outputs, timeout, copy)
+                batched = True
+                results = await batcher.execute(*checked, timeout, copy, urgent)
+            else:
+                results = await self.execute_alone(inputs, outputs, timeout, copy)
+        except BaseException as exc:  # counted by kind, cancellation too; raised on
+            end = time.monotonic()
+            self._metrics.request_done(end - start, exc, end)
+            raise
+        end = time.monotonic()
+        if batched:  # the batcher recorded its execution
+            self._metrics.request_done(end - start, None, end)
+        else:  # a batch of one
+            self._metrics.alone_done(end - start, end)
+        return results
 
     async def execute_alone(self, inputs: Inputs, outputs: Sequence[Any] | None = None,
                             timeout: float | None = None, copy: bool = False) -> list[Array]:
-        """:meth:`execute` without batching (what a batch runs as)."""
+        """:meth:`execute` without batching and without recording metrics (what a batch
+        runs as)."""
         if self._released or (self._ref is not None and self._ref.released):
             raise BadState("this compiled model was released")
         variants = self._variants
-        if variants is not None:
-            if not _device_memories(inputs, outputs):  # the variant widens its outputs
-                return await variants.execute(inputs, outputs, timeout, copy)
-            if not self._steps:
-                raise BadData("device memories need the model compiled as it is, with its "
-                              "unknown input dims, and none of this compile's devices runs it "
-                              "so (the reference driver does)")
+        if variants is not None and not _device_memories(inputs, outputs):
+            return await variants.execute(inputs, outputs, timeout, copy)  # widened
+        if variants is not None and not self._steps:
+            raise BadData("device memories need the model compiled as it is, with its "
+                          "unknown input dims, and none of this compile's devices runs it "
+                          "so (the reference driver does)")
         results = await self._runner.execute(inputs, outputs, timeout, copy)
         return widen(results, self._widened) if self._widened else results
 
@@ -196,6 +229,7 @@ class CompiledModel:
         self._finalizer.detach()
         if self.batcher is not None:
             self.batcher.close()
+        self.core.models.remove(self)
         if self._variants is not None:
             await self._variants.release()
         await let_go(self.core, self._shared)
@@ -209,6 +243,14 @@ class CompiledModel:
     def released(self) -> bool:
         """Whether :meth:`release` was called (or the runtime closed)."""
         return self._released or (self._ref is not None and self._ref.released)
+
+
+def default_name(model: Model) -> str:
+    """A compiled model's name when ``compile`` is given none: its first output's name (the
+    ONNX and TFLite importers keep the file's names), else ``"model"``."""
+    outputs = model.output_info
+    name = outputs[0].name if outputs else None
+    return name if isinstance(name, str) and name else "model"
 
 
 def _device_memories(inputs: Inputs, outputs: Sequence[Any] | None) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from nnrt.errors import BadData, BadState, NnrtError
 from nnrt.memory import Memory
 from nnrt.runtime.memories import MemoryManager
+from nnrt.runtime.metrics import MetricsRegistry
 
 if TYPE_CHECKING:
     from nnrt.runtime.arena import Arena
@@ -33,8 +34,8 @@ class RuntimeCore:
     ``backend`` and ``arena`` are set while the runtime runs (None before start and after close).
     """
 
-    __slots__ = ("__weakref__", "arena", "backend", "buffers", "dropped", "memory", "packed",
-                 "shared")
+    __slots__ = ("__weakref__", "arena", "backend", "buffers", "dropped", "memory", "models",
+                 "packed", "shared")
 
     def __init__(self) -> None:
         self.backend: Backend | None = None
@@ -52,6 +53,9 @@ class RuntimeCore:
         #: and, when it has one, its cache token (NNAPI-style caching by content) — and every
         #: compile option: an identical compile shares them.
         self.shared: dict[tuple[Any, ...], Shared] = {}
+        #: Compiled models made by ``compile`` and not released, by unique name (held weakly:
+        #: ``statistics().models``).
+        self.models = MetricsRegistry()
 
     def require_backend(self) -> Backend:
         """The running backend, or ``BadState`` saying how to start one."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import math
@@ -39,7 +40,7 @@ from nnrt.runtime.compile.compilation import FALLBACK_DRIVER, compile_model
 from nnrt.runtime.compile.constants import place_constants
 from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
 from nnrt.runtime.compile.specialize import open_inputs
-from nnrt.runtime.compiled import CompiledModel
+from nnrt.runtime.compiled import CompiledModel, default_name
 from nnrt.runtime.core import RuntimeCore, Shared, deadline_after, release_dropped
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.variants import DEFAULT_SHAPE_VARIANTS, ShapeVariants, packed_locations
@@ -225,6 +226,7 @@ class Runtime:
                       cache_dir: str | os.PathLike[str] | None = None,
                       token: bytes | None = None, step_cost: float = STEP_COST,
                       shape_variants: int = DEFAULT_SHAPE_VARIANTS,
+                      name: str | None = None,
                       batching: Batching | None = None) -> CompiledModel:
         """Validate ``model``, place its operations on drivers and prepare it on workers.
 
@@ -251,6 +253,10 @@ class Runtime:
         with these options; at most ``shape_variants`` (default 8) stay prepared, the least
         recently used released first (see :attr:`CompiledModel.variants`).
 
+        ``name`` names the compiled model in ``statistics().models`` and the metrics (default:
+        its first output's name, else ``"model"``); a name taken by a live compiled model of
+        this runtime gets ``#2``, ``#3``, … (:attr:`CompiledModel.name`).
+
         ``batching`` (an :class:`nnrt.Batching`) merges concurrent executes of the compiled
         model whose inputs differ only along their batch axis into batched executions (checked
         against the model here: ``BadData`` names an input whose batch dim cannot vary); with
@@ -258,6 +264,9 @@ class Runtime:
         ``shape_variants`` is raised to hold them all.
         """
         backend = self._core.require_backend()
+        if name is not None and not (isinstance(name, str) and 0 < len(name) <= 200):
+            raise BadData(f"compile: name must be a string of 1 to 200 characters, got "
+                          f"{name!r:.60}")
         if not isinstance(model, Model):
             raise BadData(f"compile expects an nnrt.Model, got {type(model).__name__}")
         await release_dropped(self._core)
@@ -285,7 +294,7 @@ class Runtime:
         options: dict[str, Any] = {
             "preference": pref, "priority": prio, "devices": candidates,
             "allow_fallback": bool(allow_fallback), "cache_dir": cache_dir,
-            "step_cost": step_cost}
+            "step_cost": step_cost, "name": name or default_name(model)}
         per_shape = open_inputs(model)
         layout = None if batching is None else BatchLayout.of(batching, model, bool(per_shape))
         if per_shape:
@@ -298,6 +307,7 @@ class Runtime:
                                                      shape_variants)
         else:
             compiled = await self._compile_whole(model, options, deadline, token)
+        self._core.models.add(compiled, name or compiled.name)
         if layout is not None:
             self._batch(compiled, model, layout, candidates[0])
         return compiled
@@ -317,7 +327,8 @@ class Runtime:
                 raise BadState("the compiled model was collected")
             return await target.execute_alone(inputs, None, timeout, copy)
 
-        batcher = Batcher(model, layout, run, self._core.arena, workers)
+        batcher = Batcher(model, layout, run, self._core.arena, workers,
+                          compiled.metrics.execution_done)
         compiled.batcher = batcher
         weakref.finalize(compiled, batcher.close_soon)
         self._batchers.add(batcher)
@@ -364,7 +375,7 @@ class Runtime:
             compilation = await compile_model(
                 backend, model, placed, preference=int(options["preference"]), priority=prio,
                 devices=candidates, deadline=deadline, allow_fallback=options["allow_fallback"],
-                cache=cache, step_cost=options["step_cost"])
+                cache=cache, step_cost=options["step_cost"], name=options.get("name"))
         except BaseException:
             if placed.packed is not None:
                 placed.packed.close()
@@ -454,11 +465,16 @@ class Runtime:
         background when a call finds it over a second old (:meth:`refresh_statistics` fetches
         it now).
         """
-        return self._core.require_backend().statistics()
+        return self._with_models(self._core.require_backend().statistics())
 
     async def refresh_statistics(self) -> RuntimeStatistics:
         """Fetch fresh statistics (shared mode asks the service); returns them."""
-        return await self._core.require_backend().refresh_statistics()
+        return self._with_models(await self._core.require_backend().refresh_statistics())
+
+    def _with_models(self, stats: RuntimeStatistics) -> RuntimeStatistics:
+        """``stats`` with this runtime's live compiled models (recorded in this process, in
+        shared mode too)."""
+        return dataclasses.replace(stats, models=self._core.models.snapshot())
 
     @staticmethod
     def sync(**runtime_kwargs: Any) -> SyncRuntime:

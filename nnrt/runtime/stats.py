@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-__all__ = ["PoolStatistics", "RuntimeStatistics"]
+from nnrt.runtime.metrics import ModelStatistics
+
+__all__ = ["LOAD_REPORT_STALE", "ModelStatistics", "PoolStatistics", "RuntimeStatistics"]
+
+#: Seconds after which a worker's latest load report no longer tells its load.
+LOAD_REPORT_STALE = 1.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,13 @@ class PoolStatistics:
     #: Whether light requests go to the first worker right now rather than to the least-loaded
     #: one (the pool decides by trying both; see ``nnrt.runtime.backends.steering``).
     packing: bool = False
+    #: Per worker: the CPUs it kept busy serving (busy / span of its latest load report, see
+    #: ``nnrt.worker.load``; above 1 when its kernels run threads). A worker sends no report
+    #: while idle, nor while one long execute runs: a report older than
+    #: :data:`LOAD_REPORT_STALE` counts as 0 with nothing in flight, and 1 otherwise.
+    worker_load: tuple[float, ...] = ()
+    #: Per worker: requests sent to it and not yet answered.
+    worker_in_flight: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,9 @@ class RuntimeStatistics:
     """Every pool of a runtime (or of the shared service it is connected to)."""
 
     pools: dict[str, PoolStatistics] = field(default_factory=dict)
+    #: The runtime's live compiled models by name (:class:`~nnrt.runtime.metrics.
+    #: ModelStatistics`); in shared mode those of this client, recorded in this process.
+    models: dict[str, ModelStatistics] = field(default_factory=dict)
 
     @property
     def completed(self) -> int:
@@ -82,21 +99,43 @@ class RuntimeStatistics:
         return sum(p.restarts for p in self.pools.values())
 
     def to_wire(self) -> dict[str, list[object]]:
-        """Plain data for the wire."""
+        """Plain data for the wire: the pools (models stay in the process that recorded them)."""
         return {name: [p.driver, p.workers, p.workers_alive, p.queue_depth, p.in_flight,
                        p.completed, p.failed, p.restarts, p.allocate_fallbacks, p.cache_hits,
-                       p.cache_misses, p.cache_load_failures, p.prepared, int(p.packing)]
+                       p.cache_misses, p.cache_load_failures, p.prepared, int(p.packing),
+                       list(p.worker_load), list(p.worker_in_flight)]
                 for name, p in self.pools.items()}
 
     @classmethod
     def from_wire(cls, data: object) -> RuntimeStatistics:
-        """Rebuild from :meth:`to_wire` output (checked)."""
+        """Rebuild from :meth:`to_wire` output (checked: a malformed pool row is dropped; the
+        per-worker lists, missing — an older service — or malformed, are left empty)."""
         pools: dict[str, PoolStatistics] = {}
         if isinstance(data, dict):
             for name, row in data.items():
-                if (isinstance(name, str) and isinstance(row, list) and len(row) == 14
+                if (isinstance(name, str) and isinstance(row, list) and len(row) in (14, 16)
                         and isinstance(row[0], str)
-                        and all(isinstance(v, int) and not isinstance(v, bool) for v in row[1:])):
+                        and all(_is_int(v) for v in row[1:14])):
+                    load, in_flight = row[14:16] if len(row) == 16 else ((), ())
                     pools[name] = replace(PoolStatistics(row[0], *row[1:13]),
-                                          packing=row[13] == 1)
+                                          packing=row[13] == 1,
+                                          worker_load=_per_worker(load, row[1], float),
+                                          worker_in_flight=_per_worker(in_flight, row[1], int))
         return cls(pools)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _per_worker(values: object, workers: int, kind: type[float] | type[int]
+                ) -> tuple[Any, ...]:
+    """A per-worker list from the wire: one finite non-negative number per worker, else ()."""
+    if not (isinstance(values, list) and len(values) == workers):
+        return ()
+    if kind is int and all(_is_int(v) for v in values):
+        return tuple(values)
+    if kind is float and all(isinstance(v, int | float) and not isinstance(v, bool)
+                             and math.isfinite(v) and v >= 0 for v in values):
+        return tuple(float(v) for v in values)
+    return ()

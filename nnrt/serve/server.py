@@ -36,6 +36,7 @@ from nnrt.serve.clients import (
     admitted,
     peer_credentials,
 )
+from nnrt.serve.metrics import ServiceMetrics, serve_metrics
 from nnrt.serve.session import Session
 
 __all__ = ["ClientLimits", "PeerCredentials", "peer_credentials", "serve"]
@@ -93,13 +94,16 @@ async def serve(path: str, *, drivers: Sequence[str] | None = None,
                 workers: dict[str, int] | None = None,
                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                 ready: Callable[[], None] | None = None, limits: ClientLimits | None = None,
-                max_queue: int = DEFAULT_MAX_QUEUE, threads: int | None = None) -> None:
+                max_queue: int = DEFAULT_MAX_QUEUE, threads: int | None = None,
+                metrics: tuple[str, int] | None = None) -> None:
     """Run the pools and accept clients on ``path`` until SIGTERM / SIGINT or cancellation.
 
     ``drivers`` defaults to :func:`~nnrt.hal.discovery.default_drivers`. ``max_in_flight``
     bounds the requests sent to one worker, ``max_queue`` those waiting for a worker of one
     driver (all clients together), ``limits`` what one client may hold, ``threads`` the
-    threads of each worker's kernels (as ``Runtime(threads=...)``).
+    threads of each worker's kernels (as ``Runtime(threads=...)``). ``metrics`` (host, port)
+    serves ``GET /metrics`` there (:mod:`nnrt.serve.metrics`; port 0: one the system picks,
+    logged).
     """
     limits = limits or ClientLimits()
     check_socket_path(path)  # before any worker starts: a clear error, nothing to stop
@@ -115,9 +119,12 @@ async def serve(path: str, *, drivers: Sequence[str] | None = None,
     for pool in backend.pools.values():
         pool.max_queue = max_queue
     listener: socket.socket | None = None
+    measured = ServiceMetrics(backend)
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, tg)
+            if metrics is not None:  # first: a port in use fails before any worker starts
+                await tg.start(serve_metrics, *metrics, measured.statistics)
             await backend.start(tg)
             listener = _listen(path)  # the socket appears once the service is ready
             if ready is not None:
@@ -132,7 +139,7 @@ async def serve(path: str, *, drivers: Sequence[str] | None = None,
                 creds = admitted(conn)
                 if creds is None:
                     continue
-                session = Session(backend, conn, limits, creds)
+                session = Session(backend, conn, limits, creds, measured)
                 log.info("client pid %d uid %d connected", creds.pid, creds.uid)
                 tg.start_soon(session.run)
     finally:

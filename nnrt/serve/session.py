@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -51,6 +52,7 @@ from nnrt.serve.clients import (
     PeerCredentials,
     peer_credentials,
 )
+from nnrt.serve.metrics import ForwardedModel, ServiceMetrics
 
 __all__ = ["SWEEP_PATIENCE", "ReceivedMemory", "Session", "sweep_when_gone"]
 
@@ -107,8 +109,12 @@ class Session:
 
     def __init__(self, backend: EmbeddedBackend, sock: socket.socket,
                  limits: ClientLimits | None = None,
-                 creds: PeerCredentials | None = None) -> None:
+                 creds: PeerCredentials | None = None,
+                 metrics: ServiceMetrics | None = None) -> None:
         self.backend = backend
+        #: The service's metrics; this session's compiled models in it, by handle.
+        self.metrics = metrics or ServiceMetrics(backend)
+        self.measured: dict[int, ForwardedModel] = {}
         self.limits = limits or ClientLimits()
         self.creds = creds or peer_credentials(sock)
         self.framed = FramedSocket(sock)
@@ -159,6 +165,9 @@ class Session:
                     with contextlib.suppress(NnrtError):
                         await self.backend.release(ref)
             self.handles.clear()
+            for measured in self.measured.values():
+                self.metrics.remove(measured)
+            self.measured.clear()
             for buffer in self.buffers.values():
                 if buffer.slot.client is buffer.client and buffer.client.lost is None:
                     with contextlib.suppress(NnrtError, OSError):  # its worker may be dying
@@ -441,6 +450,8 @@ class Session:
         handle, self._next_handle = self._next_handle, self._next_handle + 1
         self.handles[handle] = ref
         self.shapes[handle] = _shapes(model)
+        self.measured[handle] = self.metrics.add(body.get("name") or f"handle-{handle}",
+                                                 ref.driver)
         return {"handle": handle, "driver": ref.driver, "source": ref.source}
 
     def _ref(self, handle: Any) -> CompiledRef:
@@ -452,6 +463,19 @@ class Session:
 
     async def _do_execute(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self._ref(body["handle"])
+        metrics = self.measured[body["handle"]].metrics
+        start = time.monotonic()
+        try:
+            reply = await self._forward_execute(ref, body)
+        except BaseException as exc:  # counted by kind, cancellation too; raised on
+            end = time.monotonic()
+            metrics.request_done(end - start, exc, end)
+            raise
+        end = time.monotonic()
+        metrics.alone_done(end - start, end)
+        return reply
+
+    async def _forward_execute(self, ref: CompiledRef, body: dict[str, Any]) -> dict[str, Any]:
         deadline = body.get("deadline")
         if deadline is not None:  # as the worker reads it
             deadline = read_deadline(deadline, "execute")
@@ -481,6 +505,9 @@ class Session:
             raise BadData(f"unknown handle {body['handle']} (handles belong to the connection "
                           "that compiled them)")
         self.shapes.pop(body["handle"], None)
+        measured = self.measured.pop(body["handle"], None)
+        if measured is not None:
+            self.metrics.remove(measured)
         await self.backend.release(ref)
         return {}
 

@@ -78,6 +78,11 @@ async def test_batched_results_equal_unbatched_ones_bit_for_bit() -> None:
         assert batcher.requests == 40 and batcher.executions < 40 / 2  # really merged
         for got, want in zip(results, expected, strict=True):
             np.testing.assert_array_equal(got[0], want[0])
+        stats = batched.metrics.snapshot()
+        assert stats.requests == 40 and stats.latency.count == 40
+        assert stats.batch_size.count == batcher.executions  # one per batched execution
+        assert stats.batch_size.sum == sum(len(r[0]) for r in requests)  # rows, unpadded
+        assert stats.queue_wait.count == 40
         # padded to the preferred sizes (powers of two): one prepared variant per size
         assert all(shape[0][0] in (1, 2, 4, 8, 16) for shape in batched.variants.shapes)
 

@@ -46,7 +46,7 @@ class Backend(Protocol):
                       devices: Sequence[str] | None, deadline: float | None,
                       memories: Sequence[MemorySource] = (), *,
                       compiled: list[Any] | None = None,
-                      cache: StepCache | None = None) -> CompiledRef: ...
+                      cache: StepCache | None = None, name: str | None = None) -> CompiledRef: ...
 
     async def execute(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
                       priority: int, deadline: float | None, *,

@@ -25,7 +25,7 @@ from nnrt.runtime.backends.base import CompiledRef, PreparedKey, execute_body
 from nnrt.runtime.backends.channel import RequestClient
 from nnrt.runtime.backends.pool import WorkerPool, WorkerSlot
 from nnrt.runtime.compile.caching import StepCache
-from nnrt.runtime.stats import PoolStatistics, RuntimeStatistics
+from nnrt.runtime.stats import LOAD_REPORT_STALE, PoolStatistics, RuntimeStatistics
 
 __all__ = ["BufferHandle", "EmbeddedBackend"]
 
@@ -103,12 +103,13 @@ class EmbeddedBackend:
                       devices: Sequence[str] | None, deadline: float | None,
                       memories: Sequence[MemorySource] = (), *,
                       compiled: list[Any] | None = None,
-                      cache: StepCache | None = None) -> CompiledRef:
+                      cache: StepCache | None = None, name: str | None = None) -> CompiledRef:
         """Prepare on the first device whose driver supports every operation.
 
         ``memories`` hold the model's constants by reference; each worker maps them before it
         prepares the model. ``compiled`` is ahead-of-time bytecode (``[[pool, offset, length],
-        entry point, stamp]``) for the driver to load instead of compiling.
+        entry point, stamp]``) for the driver to load instead of compiling. ``name`` (the
+        compiled model's, for a service's metrics) is not needed here.
         """
         body = {"model": wire_model, "preference": preference, "priority": priority}
         if compiled is not None:
@@ -236,11 +237,14 @@ class EmbeddedBackend:
 
     def statistics(self) -> RuntimeStatistics:
         """A snapshot of every pool."""
+        now = time.monotonic()
         return RuntimeStatistics({
             name: PoolStatistics(name, len(p.slots), sum(s.alive for s in p.slots),
                                  p.queue_depth, p.in_flight, p.completed, p.failed, p.restarts,
                                  p.allocate_fallbacks, p.cache_hits, p.cache_misses,
-                                 p.cache_load_failures, p.prepared, p.packed is not None)
+                                 p.cache_load_failures, p.prepared, p.packed is not None,
+                                 tuple(_worker_load(s, now) for s in p.slots),
+                                 tuple(s.in_flight for s in p.slots))
             for name, p in self.pools.items()})
 
     def device_names(self) -> list[str]:
@@ -255,3 +259,10 @@ class EmbeddedBackend:
     def devices(self) -> list[Any]:
         """Driver info of every pool."""
         return [p.info for p in self.pools.values() if p.info is not None]
+
+
+def _worker_load(slot: WorkerSlot, now: float) -> float:
+    """The CPUs ``slot``'s worker keeps busy (see ``PoolStatistics.worker_load``)."""
+    if now - slot.reported_at <= LOAD_REPORT_STALE:
+        return slot.busy_fraction
+    return 1.0 if slot.load else 0.0  # idle (no reports), or inside one long execute

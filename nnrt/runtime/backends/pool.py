@@ -88,9 +88,13 @@ class WorkerSlot:
         self.pack_limit = 0
         #: Executes this slot's workers said they ran (load reports; all workers so far).
         self.executes = 0
+        #: busy / span of the latest load report, and when it came (monotonic; 0: none yet).
+        self.busy_fraction = 0.0
+        self.reported_at = 0.0
 
     def on_load_report(self, span: float, busy: float, executes: int) -> None:
         """Take a load report of this slot's worker (``RequestClient.on_load_report``)."""
+        self.busy_fraction, self.reported_at = busy / span, time.monotonic()
         if executes:
             self.executes += executes
             self.service_time = busy / executes

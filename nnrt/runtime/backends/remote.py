@@ -94,11 +94,11 @@ class RemoteBackend:
                       devices: Sequence[str] | None, deadline: float | None,
                       memories: Sequence[MemorySource] = (), *,
                       compiled: list[Any] | None = None,
-                      cache: StepCache | None = None) -> CompiledRef:
+                      cache: StepCache | None = None, name: str | None = None) -> CompiledRef:
         """Ask the service to compile; the returned handle is scoped to this connection.
 
         With ``cache``, the service (same user: the socket is 0600) opens the cache files in
-        the named directory.
+        the named directory. ``name`` names the model in the service's metrics.
         """
         body: dict[str, Any] = {"model": wire_model, "preference": preference,
                                 "priority": priority}
@@ -108,6 +108,8 @@ class RemoteBackend:
             body["compiled"] = compiled
         if cache is not None:
             body["cache"] = {"dir": str(cache.directory.path), "token": cache.token}
+        if name is not None:  # what the service's metrics call it
+            body["name"] = name
         client = self._require()
         for memory in memories:
             await self.sharing.ensure(client, memory)

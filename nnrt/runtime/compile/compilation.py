@@ -78,6 +78,8 @@ class _Request:
     infos: dict[str, Any]
     cache: tuple[CacheDirectory, bytes] | None = None
     step_cost: float = STEP_COST
+    #: The compiled model's name, sent to a shared service (its metrics name the model so).
+    name: str | None = None
 
     def step_cache(self, driver: str, operations: Sequence[int]) -> StepCache | None:
         """The cache of a step on ``driver`` (None without cache info)."""
@@ -95,17 +97,18 @@ async def compile_model(backend: Backend, model: Model, placed: PlacedConstants,
                         preference: int, priority: int, devices: Sequence[str],
                         deadline: float | None, allow_fallback: bool,
                         cache: tuple[CacheDirectory, bytes] | None = None,
-                        step_cost: float = STEP_COST) -> Compilation:
+                        step_cost: float = STEP_COST, name: str | None = None) -> Compilation:
     """Partition ``model`` over ``devices`` (in order of preference for ties) and prepare it.
 
     ``cache`` (a directory and the app token) caches every step's compiled model;
     ``step_cost`` is the placement cost model's price of a step (see
-    :func:`~nnrt.runtime.compile.partitioner.consolidate`).
+    :func:`~nnrt.runtime.compile.partitioner.consolidate`); ``name`` is the compiled model's,
+    for a shared service's metrics (a step's is ``name/step<i>``).
     """
     infos = _infos(backend, [*devices, FALLBACK_DRIVER])
     fallback = FALLBACK_DRIVER if allow_fallback else None
     request = _Request(backend, model, placed, preference, priority, deadline, fallback, infos,
-                       cache, step_cost)
+                       cache, step_cost, name)
     records = _usable_records(model, devices, infos)
     if list(devices) == [FALLBACK_DRIVER] and not records:
         ref = await _prepare_whole(request, FALLBACK_DRIVER)
@@ -292,7 +295,8 @@ async def _prepare_whole(request: _Request, driver: str) -> CompiledRef:
     wire = model_to_wire(request.model, request.placed.place)
     cache = request.step_cache(driver, range(len(request.model.operations)))
     return await request.backend.compile(wire, request.preference, request.priority, [driver],
-                                         request.deadline, request.placed.memories, cache=cache)
+                                         request.deadline, request.placed.memories, cache=cache,
+                                         name=request.name)
 
 
 async def _prepare_step(request: _Request, plan: Plan, index: int,
@@ -313,12 +317,13 @@ async def _prepare_step(request: _Request, plan: Plan, index: int,
     record = next((r for d, r in records if d == step.driver and set(r.operations) == ops),
                   None)
     note = None
+    name = None if request.name is None else f"{request.name}/step{index}"
     if record is not None:
         compiled, memory = _compiled_field(request.model, record)
         try:
             ref = await backend.compile(wire, request.preference, request.priority,
                                         [step.driver], request.deadline, [*memories, memory],
-                                        compiled=compiled)
+                                        compiled=compiled, name=name)
             return ref, None
         except (Unsupported, OpFailed) as exc:
             note = f"ahead-of-time bytecode not loaded ({exc}); compiled instead"
@@ -326,7 +331,8 @@ async def _prepare_step(request: _Request, plan: Plan, index: int,
     try:
         ref = await backend.compile(wire, request.preference, request.priority, [step.driver],
                                     request.deadline, memories,
-                                    cache=request.step_cache(step.driver, outlined.operations))
+                                    cache=request.step_cache(step.driver, outlined.operations),
+                                    name=name)
         return ref, note
     except (Unsupported, OpFailed) as exc:
         fallback = request.fallback
@@ -336,7 +342,8 @@ async def _prepare_step(request: _Request, plan: Plan, index: int,
         log.warning("step %d: %s", index, note)
     ref = await backend.compile(wire, request.preference, request.priority, [fallback],
                                 request.deadline, memories,
-                                cache=request.step_cache(fallback, outlined.operations))
+                                cache=request.step_cache(fallback, outlined.operations),
+                                name=name)
     return ref, note
 
 
