@@ -22,6 +22,7 @@ alone, unbatched.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import math
@@ -54,6 +55,15 @@ _IDLE = 1.0
 _EWMA = 0.2
 
 
+def _on_asyncio() -> bool:
+    """Whether the caller runs on an asyncio event loop (else trio or another backend)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class _Request:
     """One queued execute: its checked inputs, rows, key, deadline and outcome."""
 
@@ -61,7 +71,8 @@ class _Request:
                  "result", "rows", "started", "urgent")
 
     def __init__(self, inputs: list[Array], rows: int, key: tuple[Any, ...],
-                 deadline: float | None, urgent: bool, copy: bool, order: int) -> None:
+                 deadline: float | None, urgent: bool, copy: bool, order: int,
+                 event: Callable[[], Any]) -> None:
         self.inputs = inputs
         self.rows = rows
         self.key = key
@@ -72,7 +83,7 @@ class _Request:
         self.arrived = time.monotonic()
         #: When its batch was dispatched (None while queued).
         self.started: float | None = None
-        self.done = anyio.Event()
+        self.done = event()
         self.result: list[Array] | None = None
         self.error: BaseException | None = None
 
@@ -111,6 +122,9 @@ class Batcher:
         self.executions = 0
         self.requests = 0
         self._names = tuple(info.name or str(j) for j, info in enumerate(model.input_info))
+        #: Makes a request's completion event: asyncio's own under asyncio (what anyio's
+        #: wraps, without the per-call backend lookup), anyio's elsewhere.
+        self._event: Callable[[], Any] = asyncio.Event if _on_asyncio() else anyio.Event
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -149,16 +163,22 @@ class Batcher:
         if self.closed:
             raise BadState("this compiled model was released")
         deadline = None if timeout is None else time.monotonic() + timeout
-        request = _Request(bound, rows, key, deadline, urgent, copy, next(self._order))
+        request = _Request(bound, rows, key, deadline, urgent, copy, next(self._order),
+                           self._event)
         self._queue.append(request)
         self._wakeup.set()
+        expired = False
         try:
-            with anyio.move_on_after(math.inf if timeout is None else timeout) as scope:
+            if timeout is None:
                 await request.done.wait()
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    await request.done.wait()
+                expired = scope.cancelled_caught
         finally:
             if not request.done.is_set() and request in self._queue:
                 self._queue.remove(request)  # cancelled or past its deadline while queued
-        if scope.cancelled_caught and not request.done.is_set():
+        if expired and not request.done.is_set():
             raise DeadlineMissed("the execution did not finish before its deadline"
                                  + (" (it was waiting for a batch)" if request.started is None
                                     else ""))

@@ -133,8 +133,8 @@ class ModelStatistics:
     per-second counts. Histograms: ``latency`` is each request's end-to-end seconds in
     ``execute``; ``queue_wait`` the seconds a request waited to join an execution (a batch; 0
     for an execute sent alone: the wait for a worker is part of the execution); ``batch_size``
-    the rows (items of its requests, padding excluded) per execution sent to the workers; ``execution`` each such execution's
-    seconds (executions that returned results).
+    the rows (items of its requests, padding excluded) per execution sent to the workers;
+    ``execution`` each such execution's seconds (executions that returned results).
     """
 
     name: str
