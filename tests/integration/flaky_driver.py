@@ -36,6 +36,14 @@ class StuckDriver(ReferenceDriver):
         return _StuckPreparedModel(model)
 
 
+class SlowPrepareDriver(ReferenceDriver):
+    """The reference driver taking ``$NNRT_TEST_PREPARE_SECONDS`` to prepare each model."""
+
+    def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
+        time.sleep(float(os.environ.get("NNRT_TEST_PREPARE_SECONDS", "0")))
+        return super()._prepare(model, options, cache)
+
+
 class NoBlobDriver(ReferenceDriver):
     """The reference driver, unable to map POSIX-shm blobs (memfd and mmap_fd only)."""
 

@@ -156,6 +156,12 @@ class EmbeddedBackend:
         ok = False
         try:
             handle = slot.handle_of(ref.key[0])
+            if handle is None and buffer is None:  # another worker may have it already
+                ready = pool.ready_slot(ref.key[0], slot)
+                if ready is not None:
+                    pool.prepare_soon(slot, ref.key)
+                    slot = ready
+                    handle = slot.handle_of(ref.key[0])
             if handle is None:
                 handle = await slot.ensure_prepared(ref.key)
             for memory in memories:

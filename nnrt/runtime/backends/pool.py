@@ -263,6 +263,10 @@ class WorkerSlot:
         """A request to this slot's current worker."""
         return await self.require_client().request(verb, body)
 
+    def preparing(self, model_key: int) -> bool:
+        """Whether ``model_key`` is being prepared on this worker now."""
+        return model_key in self._preparing
+
     def handle_of(self, model_key: int) -> int | None:
         """This worker's handle for ``model_key`` if it is prepared here already."""
         return self._handles.get(model_key)
@@ -338,6 +342,8 @@ class WorkerPool:
         #: Seconds a worker may take to stop a cancelled execution before it is killed.
         self.cancel_grace = cancel_grace
         self.closing = False
+        #: The runtime's task group (set by :meth:`start`): background prepares run there.
+        self._tg: TaskGroup | None = None
         self.restarts = 0
         self.completed = 0
         self.failed = 0
@@ -388,8 +394,45 @@ class WorkerPool:
         """Requests sent to workers and not yet answered."""
         return sum(s.in_flight for s in self.slots)
 
+    def ready_slot(self, model_key: int, instead_of: WorkerSlot) -> WorkerSlot | None:
+        """For a request given ``instead_of`` (a slot without ``model_key`` prepared): the
+        least-loaded live slot that has it and room, now holding the request instead (None:
+        none has). ``instead_of`` then prepares the model in the background, so a worker
+        never keeps requests waiting behind a prepare another worker has already done."""
+        best: WorkerSlot | None = None
+        best_load = self.max_in_flight
+        for slot in self.slots:
+            client = slot.client
+            if slot is instead_of or client is None or client.lost is not None or (
+                    slot.handle_of(model_key) is None):
+                continue
+            load = slot.in_flight + len(client.abandoned)
+            if load < best_load:
+                best, best_load = slot, load
+        if best is None:
+            return None
+        instead_of.in_flight -= 1
+        best.in_flight += 1
+        return best
+
+    def prepare_soon(self, slot: WorkerSlot, key: PreparedKey) -> None:
+        """Prepare ``key`` on ``slot`` in the background (once; failures are logged: the
+        model runs on the workers that have it, and a request sent here prepares again)."""
+        if self._tg is None or slot.preparing(key[0]):
+            return
+
+        async def prepare() -> None:
+            try:
+                await slot.ensure_prepared(key)
+            except NnrtError as exc:
+                log.info("%s[%d]: preparing a model in the background failed: %s",
+                         self.driver, slot.index, exc)
+
+        self._tg.start_soon(prepare)
+
     async def start(self, tg: TaskGroup) -> None:
         """Start every worker; returns once all said hello (raises if one cannot start)."""
+        self._tg = tg
         async with anyio.create_task_group() as starting:
             for slot in self.slots:
                 starting.start_soon(self._start_slot, tg, slot)
