@@ -37,6 +37,7 @@ from nnrt.ipc.messages import (
     read_deadline,
 )
 from nnrt.memory.mapped import MappedMemory, MappingTable
+from nnrt.memory.memory import new_pool_id
 from nnrt.memory.sweep import pid_alive, sweep_blobs_of
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
@@ -46,6 +47,7 @@ from nnrt.runtime.backends.base import CompiledRef
 from nnrt.runtime.backends.channel import FramedSocket
 from nnrt.runtime.backends.embedded import BufferHandle, EmbeddedBackend
 from nnrt.runtime.compile.caching import StepCache
+from nnrt.serve.batched import BatchedHandles, BatchedModels
 from nnrt.serve.clients import (
     ClientLimits,
     PeerCredentials,
@@ -55,7 +57,7 @@ from nnrt.serve.clients import (
 __all__ = ["SWEEP_PATIENCE", "ReceivedMemory", "Session", "sweep_when_gone"]
 
 log = logging.getLogger("nnrt.serve")
-_pool_ids = itertools.count(1)
+_session_ids = itertools.count(1)
 
 
 
@@ -80,7 +82,7 @@ class ReceivedMemory:
     duplicate of its fd kept to share it with the workers (under a service-wide id)."""
 
     def __init__(self, mapped: MappedMemory, fd: int, name: str | None) -> None:
-        self.id = next(_pool_ids)
+        self.id = new_pool_id()  # service-wide, apart from the service's own memories
         self.mapped = mapped
         self.kind = mapped.kind
         self.size = mapped.size
@@ -107,7 +109,8 @@ class Session:
 
     def __init__(self, backend: EmbeddedBackend, sock: socket.socket,
                  limits: ClientLimits | None = None,
-                 creds: PeerCredentials | None = None) -> None:
+                 creds: PeerCredentials | None = None,
+                 batched: BatchedModels | None = None) -> None:
         self.backend = backend
         self.limits = limits or ClientLimits()
         self.creds = creds or peer_credentials(sock)
@@ -118,6 +121,8 @@ class Session:
         #: The pools this client shared: mapped (checked) here, by the client's ids.
         self.memories = MappingTable(max_pools=self.limits.max_pools)
         self.received: dict[int, ReceivedMemory] = {}
+        #: This client's handles on the models the service batches across clients.
+        self.batched = BatchedHandles(batched, self.memories, next(_session_ids))
         #: This client's device memories: session token -> the worker-side buffer.
         self.buffers: dict[int, BufferHandle] = {}
         #: Bytes charged per device token, and their sum (``max_device_bytes``).
@@ -138,6 +143,9 @@ class Session:
             "execute": self._do_execute, "release": self._do_release,
             "allocate": self._do_allocate, "free": self._do_free,
             "copy_from": self._do_copy_from, "copy_to": self._do_copy_to,
+            "compile_batched": self._do_compile_batched,
+            "execute_batched": self.batched.execute,
+            "release_batched": self._do_release_batched,
         }
 
     async def run(self) -> None:
@@ -159,6 +167,8 @@ class Session:
                     with contextlib.suppress(NnrtError):
                         await self.backend.release(ref)
             self.handles.clear()
+            with anyio.CancelScope(shield=True):
+                await self.batched.release_all()
             for buffer in self.buffers.values():
                 if buffer.slot.client is buffer.client and buffer.client.lost is None:
                     with contextlib.suppress(NnrtError, OSError):  # its worker may be dying
@@ -396,7 +406,15 @@ class Session:
         return {}
 
     async def _do_statistics(self, body: dict[str, Any]) -> dict[str, Any]:
-        return {"pools": self.backend.statistics().to_wire()}
+        return {"pools": self.backend.statistics().to_wire(),
+                "batched": self.batched.statistics()}
+
+    async def _do_compile_batched(self, body: dict[str, Any]) -> dict[str, Any]:
+        handle, self._next_handle = self._next_handle, self._next_handle + 1
+        return await self.batched.compile(body, handle)
+
+    async def _do_release_batched(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.batched.release(body["handle"])
 
     def _rewire(self, body: dict[str, Any]
                 ) -> tuple[dict[str, Any], dict[int, ReceivedMemory], Model]:
