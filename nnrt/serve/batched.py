@@ -26,7 +26,7 @@ import anyio
 import msgpack
 import numpy as np
 
-from nnrt.errors import BadData, BadState, OpFailed
+from nnrt.errors import BadData, BadState, OpFailed, ResourceExhausted
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import (
     decode_ref,
@@ -45,10 +45,12 @@ if TYPE_CHECKING:
     from nnrt.runtime.compiled import CompiledModel
     from nnrt.runtime.runtime import Runtime
 
-__all__ = ["BatchedHandles", "BatchedModel", "BatchedModels"]
+__all__ = ["MAX_BATCHED_HANDLES", "BatchedHandles", "BatchedModel", "BatchedModels"]
 
 Array = np.ndarray[Any, Any]
 _MAX_SHAPE_VARIANTS = 64
+#: Handles on batched models one client may hold at once.
+MAX_BATCHED_HANDLES = 1024
 
 
 class BatchedModel:
@@ -91,9 +93,7 @@ class BatchedModels:
         service's memory."""
         batching = batching_from_wire(body["batching"])
         options = _options(body)
-        owned = model_from_wire(model_to_wire(model))  # constants copied: by value, ours
-        key = hashlib.sha256(msgpack.packb(
-            [model_to_wire(owned), body["batching"], options], use_bin_type=True)).digest()
+        owned, key = await anyio.to_thread.run_sync(_owned, model, body["batching"], options)
         while True:
             entry = self._models.get(key)
             if entry is None:
@@ -135,6 +135,17 @@ class BatchedModels:
         """Per batched model held: :meth:`BatchedModel.statistics`."""
         return [entry.statistics() for entry in self._models.values()
                 if entry.compiled is not None]
+
+
+def _owned(model: Model, batching: dict[str, Any], options: tuple[Any, ...]
+           ) -> tuple[Model, bytes]:
+    """``model`` with its constants copied out of the client's pools (by value: the
+    service's), and the key of the batched model: the digest of those wire bytes, the
+    batching and the compile options."""
+    wire = model_to_wire(model)
+    key = hashlib.sha256(msgpack.packb([wire, batching, list(options)],
+                                       use_bin_type=True)).digest()
+    return model_from_wire(wire), key
 
 
 def _options(body: dict[str, Any]) -> tuple[int, int, list[str] | None, int]:
@@ -179,6 +190,9 @@ class BatchedHandles:
     async def compile(self, body: dict[str, Any], handle: int) -> dict[str, Any]:
         """``compile_batched``: the model rebuilt and checked here (untrusted)."""
         models = self._registry()
+        if len(self._handles) >= MAX_BATCHED_HANDLES:
+            raise ResourceExhausted(f"compile_batched: this client holds {len(self._handles)} "
+                                    "batched models (the most a client may); release some")
         model = model_from_wire(body["model"], memories=self._memories.resolve)
         self._handles[handle] = await models.acquire(model, body)
         return {"handle": handle}

@@ -148,6 +148,14 @@ async def test_large_rows_travel_in_the_clients_own_pools(service: tuple[str, in
             (model,) = _batched(raw)
             assert model["users"] == 2 and model["requests"] == 6 and model["mixed"] >= 1
             await first.release()
+            x = np.ones((1, WIDE), np.float32)  # the other client's handle keeps it
+            (y,) = await second.execute([x])
+            np.testing.assert_array_equal(y, (await plain.execute([x]))[0])
+            for _ in range(100):
+                if _batched(raw)[0]["users"] == 1:
+                    break
+                await anyio.sleep(0.05)
+            assert _batched(raw)[0]["users"] == 1
             await second.release()
             await plain.release()
             for _ in range(100):
