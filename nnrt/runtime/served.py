@@ -61,25 +61,21 @@ def batching_to_wire(batching: Batching) -> dict[str, Any]:
 
 def batching_from_wire(data: Any) -> Batching:
     """The :class:`Batching` of untrusted wire data (``BadData`` saying what is wrong)."""
-    if data.__class__ is not dict or not set(data) <= _BATCHING_KEYS:
+    if data.__class__ is not dict or set(data) != _BATCHING_KEYS:
         raise BadData(f"compile_batched: batching must be a map of {sorted(_BATCHING_KEYS)}")
-    dims = data.get("dims", {})
+    dims = data["dims"]
     if dims.__class__ is not dict or len(dims) > _MAX_DIMS or not all(
             name.__class__ is str and len(name) <= _MAX_NAME for name in dims):
         raise BadData(f"compile_batched: batching.dims must map at most {_MAX_DIMS} names (of "
                       f"at most {_MAX_NAME} characters) to an axis or None")
-    preferred = data.get("preferred")
+    preferred = data["preferred"]
     if preferred is not None and (preferred.__class__ is not list
                                   or not 0 < len(preferred) <= _MAX_SIZES):
         raise BadData(f"compile_batched: batching.preferred must be 1 to {_MAX_SIZES} sizes")
-    max_delay = data.get("max_delay", 0.0)
-    if max_delay.__class__ not in (int, float):
-        raise BadData("compile_batched: batching.max_delay must be a number of seconds")
-    # Batching checks every value (ints in range, axes, sizes) and raises BadData
-    return Batching(max_batch=data.get("max_batch", 0), max_delay=max_delay,
-                    dim=data.get("dim", -1), dims=dims,
-                    preferred=None if preferred is None else tuple(preferred),
-                    max_in_flight=data.get("max_in_flight"))
+    # Batching checks every value (ints in range, not bools; axes; sizes) and raises BadData
+    return Batching(max_batch=data["max_batch"], max_delay=data["max_delay"], dim=data["dim"],
+                    dims=dims, preferred=None if preferred is None else tuple(preferred),
+                    max_in_flight=data["max_in_flight"])
 
 
 async def serve_batched(core: RuntimeCore, compiled: CompiledModel, layout: BatchLayout,

@@ -5,7 +5,9 @@ Each client connection is a session: identified by the connection and its ``SO_P
 allocated — all scoped to the session (another client naming them gets "unknown …") and released
 when it disconnects; the nnrt blobs of a client that died are unlinked then. Requests run
 concurrently and are answered as they finish; a client that breaks the protocol loses its
-connection. Each session is bounded (:class:`~nnrt.serve.clients.ClientLimits`).
+connection. Each session is bounded (:class:`~nnrt.serve.clients.ClientLimits`). Its handles
+on the models the service batches across clients are its
+:class:`~nnrt.serve.batched.BatchedHandles`.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ async def main(path: str, seed: int, count: int) -> None:
     async with nnrt.Runtime(connect=path) as rt:
         model = row_model()
         plain = await rt.compile(model)
-        batched = await rt.compile(model, batching=nnrt.Batching(max_batch=64, max_delay=0.25))
+        batched = await rt.compile(model, batching=nnrt.Batching(max_batch=64, max_delay=0.5))
         rows = np.random.default_rng(seed).standard_normal((count, 16)).astype(np.float32)
         memory = rt.memory.create(rows.nbytes)
         shared = memory.ndarray(np.float32, rows.shape)
