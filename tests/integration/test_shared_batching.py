@@ -166,7 +166,8 @@ async def test_large_rows_travel_in_the_clients_own_pools(service: tuple[str, in
 
 
 @pytest.mark.anyio
-async def test_a_cancelled_request_leaves_the_service_queue(service: tuple[str, int]) -> None:
+async def test_cancel_deadline_and_priority_reach_the_service_queue(
+        service: tuple[str, int]) -> None:
     path, _ = service
     async with nnrt.Runtime(connect=path) as rt:
         compiled = await rt.compile(row_model(),
@@ -179,8 +180,12 @@ async def test_a_cancelled_request_leaves_the_service_queue(service: tuple[str, 
             raw.hello()
             (model,) = _batched(raw)
             assert model["requests"] == 0 and model["executions"] == 0
+        started = time.monotonic()  # a deadline travels: the batch starts before it passes
+        (y,) = await compiled.execute([np.ones((1, 16), np.float32)], timeout=0.5)
+        assert y.shape == (1, 32) and time.monotonic() - started < 0.5
+        started = time.monotonic()  # above the model's priority: the batch starts at once
         (y,) = await compiled.execute([np.ones((1, 16), np.float32)], priority=110)
-        assert y.shape == (1, 32)
+        assert y.shape == (1, 32) and time.monotonic() - started < 0.5
 
 
 def test_hostile_batched_requests_fail_alone(service: tuple[str, int]) -> None:
