@@ -1,4 +1,4 @@
-"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 4).
+"""Message shapes, per-verb schemas, tensors and errors on the wire (protocol version 6).
 
 A request is ``[request_id, verb, body]`` and a response ``[request_id, status, body]``: ids
 are positive ints chosen by the requester, verbs short strings, bodies maps of str to plain
@@ -17,6 +17,10 @@ Version 4 added load reports: a client whose ``hello`` sets ``load_reports`` rec
 worker is busy, ``[0, 0, {"load": [span, busy, executes]}]`` every few milliseconds (id 0 is
 never a request's): the seconds since its previous report, the CPU seconds it spent serving in
 them, and the executes it ran (see :func:`check_load_report`).
+Version 5 counted prepares per driver in the statistics. Version 6 added models the service
+batches across its clients: ``compile_batched`` (a model and its batching options),
+``execute_batched`` (one request of such a model: inputs inline or in the client's pools, output
+regions in its pools) and ``release_batched`` (see docs/batching-shared.md).
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ __all__ = [
     "error_from",
 ]
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 #: The id of a worker's load report (never a request's: request ids are positive).
 LOAD_REPORT_ID = 0
 #: The tag of a device-buffer argument ``["device", token]`` in an execute.
@@ -128,6 +132,12 @@ REQUEST_SCHEMAS: dict[str, Schema] = {
                 "devices": (_LIST, False), "compiled": (_LIST, False), "cache": (_MAP, False),
                 "name": (_STR, False)},
     "statistics": {},
+    "compile_batched": {"model": (_MAP, True), "batching": (_MAP, True),
+                        "preference": (_INT, False), "priority": (_INT, False),
+                        "devices": (_LIST, False), "shape_variants": (_INT, False)},
+    "execute_batched": {"handle": (_INT, True), "inputs": (_LIST, True), "priority": (_INT, False),
+                        "deadline": (_OPT_NUM, False), "outputs": (_LIST, False)},
+    "release_batched": {"handle": (_INT, True)},
 }
 
 

@@ -33,11 +33,18 @@ from nnrt.memory import kinds
 from nnrt.memory.ranges import as_count, as_dtype, as_shape, check_range
 from nnrt.memory.registry import REGISTRY
 
-__all__ = ["Memory", "find_memory"]
+__all__ = ["Memory", "find_memory", "new_pool_id"]
 
 Array = np.ndarray[Any, Any]
 
 _ids = itertools.count(1)
+
+
+def new_pool_id() -> int:
+    """A pool id no memory of this process has: ``Memory`` ids and the ids ``nnrt serve``
+    gives its clients' pools come from this one counter, so that a worker, which knows pools
+    by id, never mistakes one for the other."""
+    return next(_ids)
 
 
 class Memory:
@@ -56,7 +63,7 @@ class Memory:
     def __init__(self, opened: kinds.Opened) -> None:
         """Take over ``opened``'s fd and mapping (internal: use the classmethods)."""
         self._address = _base_address(opened.mapping) + opened.delta
-        self._id = next(_ids)
+        self._id = new_pool_id()
         self._kind = opened.kind
         self._fd = opened.fd
         self._mapping: mmap.mmap | None = opened.mapping

@@ -27,7 +27,7 @@ import hashlib
 import itertools
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -68,12 +68,14 @@ class _Request:
     """One queued execute: its checked inputs, rows, key, deadline and outcome."""
 
     __slots__ = ("arrived", "copy", "deadline", "done", "error", "inputs", "key", "order",
-                 "result", "rows", "started", "urgent")
+                 "origin", "result", "rows", "started", "urgent")
 
     def __init__(self, inputs: list[Array], rows: int, key: tuple[Any, ...],
                  deadline: float | None, urgent: bool, copy: bool, order: int,
-                 event: Callable[[], Any]) -> None:
+                 event: Callable[[], Any], origin: Hashable = None) -> None:
         self.inputs = inputs
+        #: Who sent it (in shared mode: the client's session), for statistics only.
+        self.origin = origin
         self.rows = rows
         self.key = key
         self.deadline = deadline
@@ -121,6 +123,9 @@ class Batcher:
         #: is the mean batch).
         self.executions = 0
         self.requests = 0
+        #: Batched executions that merged requests of more than one origin (shared mode:
+        #: of several clients).
+        self.mixed = 0
         self._names = tuple(info.name or str(j) for j, info in enumerate(model.input_info))
         #: Makes a request's completion event: asyncio's own under asyncio (what anyio's
         #: wraps, without the per-call backend lookup), anyio's elsewhere.
@@ -158,13 +163,15 @@ class Batcher:
         return bound, rows, tuple(key)
 
     async def execute(self, bound: list[Array], rows: int, key: tuple[Any, ...],
-                      timeout: float | None, copy: bool, urgent: bool) -> list[Array]:
-        """Queue a checked request (:meth:`check`) and wait for its rows of a batch."""
+                      timeout: float | None, copy: bool, urgent: bool,
+                      origin: Hashable = None) -> list[Array]:
+        """Queue a checked request (:meth:`check`) and wait for its rows of a batch
+        (``origin``: who sent it, counted in :attr:`mixed`)."""
         if self.closed:
             raise BadState("this compiled model was released")
         deadline = None if timeout is None else time.monotonic() + timeout
         request = _Request(bound, rows, key, deadline, urgent, copy, next(self._order),
-                           self._event)
+                           self._event, origin)
         self._queue.append(request)
         self._wakeup.set()
         expired = False
@@ -307,6 +314,8 @@ class Batcher:
         self._estimate += _EWMA * (seconds - self._estimate)
         self.executions += 1
         self.requests += len(batch)
+        if len({r.origin for r in batch}) > 1:
+            self.mixed += 1
         if self._on_execution is not None:
             self._on_execution(rows, [started - r.arrived for r in batch], seconds)
         try:

@@ -42,6 +42,7 @@ from nnrt.runtime.compile.partitioner import STEP_COST, check_step_cost
 from nnrt.runtime.compile.specialize import open_inputs
 from nnrt.runtime.compiled import CompiledModel, default_name
 from nnrt.runtime.core import RuntimeCore, Shared, deadline_after, release_dropped
+from nnrt.runtime.served import serve_batched
 from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.variants import DEFAULT_SHAPE_VARIANTS, ShapeVariants, packed_locations
 
@@ -144,10 +145,30 @@ class Runtime:
         self._core = RuntimeCore()
         #: Shared memories of this runtime (``rt.memory.create(size)`` and friends).
         self.memory = self._core.memory
+        #: Pools someone else runs and stops (:meth:`over`); None: the runtime starts its own.
+        self._given: EmbeddedBackend | None = None
+
+    @classmethod
+    def over(cls, backend: EmbeddedBackend, **runtime_kwargs: Any) -> Runtime:
+        """A runtime scheduling onto ``backend``'s pools, which its caller starts and stops.
+
+        ``nnrt serve`` compiles the models it batches across its clients with one (see
+        docs/batching-shared.md): entering it starts only its task group, its arena and its
+        memories; leaving it releases what it compiled and leaves the pools running.
+        """
+        runtime = cls(drivers=list(backend.pools), **runtime_kwargs)
+        runtime._given = backend
+        return runtime
 
     async def __aenter__(self) -> Self:
         if self._core.backend is not None:
             raise BadState("this Runtime is already running")
+        if self._given is not None:  # its owner starts and stops the pools: no closer
+            self._tg = anyio.create_task_group()
+            await self._tg.__aenter__()
+            self._core.backend = self._given
+            self._started(self._given.unmap)
+            return self
         if self._connect is not None:
             from nnrt.runtime.backends.remote import RemoteBackend  # noqa: PLC0415
 
@@ -308,7 +329,10 @@ class Runtime:
         else:
             compiled = await self._compile_whole(model, options, deadline, token)
         self._core.models.add(compiled, name or compiled.name)
-        if layout is not None:
+        if batching is not None and layout is not None and self._connect is not None:
+            # batched by the service, with every client's requests
+            await serve_batched(self._core, compiled, layout, batching, options, shape_variants)
+        elif layout is not None:
             self._batch(compiled, model, layout, candidates[0])
         return compiled
 

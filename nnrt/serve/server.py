@@ -30,6 +30,8 @@ from nnrt.runtime.backends.embedded import EmbeddedBackend
 from nnrt.runtime.backends.pool import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUE
 from nnrt.runtime.backends.process import check_threads
 from nnrt.runtime.compile.compilation import FALLBACK_DRIVER
+from nnrt.runtime.runtime import Runtime
+from nnrt.serve.batched import BatchedModels
 from nnrt.serve.clients import (
     ClientLimits,
     PeerCredentials,
@@ -126,22 +128,25 @@ async def serve(path: str, *, drivers: Sequence[str] | None = None,
             if metrics is not None:  # first: a port in use fails before any worker starts
                 await tg.start(serve_metrics, *metrics, measured.statistics)
             await backend.start(tg)
-            listener = _listen(path)  # the socket appears once the service is ready
-            if ready is not None:
-                ready()
-            log.info("nnrt service listening on %s", path)
-            while True:
-                await anyio.wait_readable(listener)
-                try:
-                    conn, _ = listener.accept()
-                except BlockingIOError:
-                    continue
-                creds = admitted(conn)
-                if creds is None:
-                    continue
-                session = Session(backend, conn, limits, creds, measured)
-                log.info("client pid %d uid %d connected", creds.pid, creds.uid)
-                tg.start_soon(session.run)
+            # the service's own runtime over its pools: the models it batches across clients
+            async with Runtime.over(backend) as runtime:
+                batched = BatchedModels(runtime)
+                listener = _listen(path)  # the socket appears once the service is ready
+                if ready is not None:
+                    ready()
+                log.info("nnrt service listening on %s", path)
+                while True:
+                    await anyio.wait_readable(listener)
+                    try:
+                        conn, _ = listener.accept()
+                    except BlockingIOError:
+                        continue
+                    creds = admitted(conn)
+                    if creds is None:
+                        continue
+                    session = Session(backend, conn, limits, creds, measured, batched)
+                    log.info("client pid %d uid %d connected", creds.pid, creds.uid)
+                    tg.start_soon(session.run)
     finally:
         backend.close()
         if listener is not None:

@@ -5,7 +5,9 @@ Each client connection is a session: identified by the connection and its ``SO_P
 allocated — all scoped to the session (another client naming them gets "unknown …") and released
 when it disconnects; the nnrt blobs of a client that died are unlinked then. Requests run
 concurrently and are answered as they finish; a client that breaks the protocol loses its
-connection. Each session is bounded (:class:`~nnrt.serve.clients.ClientLimits`).
+connection. Each session is bounded (:class:`~nnrt.serve.clients.ClientLimits`). Its handles
+on the models the service batches across clients are its
+:class:`~nnrt.serve.batched.BatchedHandles`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from nnrt.ipc.messages import (
     read_deadline,
 )
 from nnrt.memory.mapped import MappedMemory, MappingTable
+from nnrt.memory.memory import new_pool_id
 from nnrt.memory.sweep import pid_alive, sweep_blobs_of
 from nnrt.model.model import Model
 from nnrt.model.operand import dtype_of
@@ -47,6 +50,7 @@ from nnrt.runtime.backends.base import CompiledRef
 from nnrt.runtime.backends.channel import FramedSocket
 from nnrt.runtime.backends.embedded import BufferHandle, EmbeddedBackend
 from nnrt.runtime.compile.caching import StepCache
+from nnrt.serve.batched import BatchedHandles, BatchedModels
 from nnrt.serve.clients import (
     ClientLimits,
     PeerCredentials,
@@ -57,7 +61,7 @@ from nnrt.serve.metrics import ForwardedModel, ServiceMetrics
 __all__ = ["SWEEP_PATIENCE", "ReceivedMemory", "Session", "sweep_when_gone"]
 
 log = logging.getLogger("nnrt.serve")
-_pool_ids = itertools.count(1)
+_session_ids = itertools.count(1)
 
 
 
@@ -82,7 +86,7 @@ class ReceivedMemory:
     duplicate of its fd kept to share it with the workers (under a service-wide id)."""
 
     def __init__(self, mapped: MappedMemory, fd: int, name: str | None) -> None:
-        self.id = next(_pool_ids)
+        self.id = new_pool_id()  # service-wide, apart from the service's own memories
         self.mapped = mapped
         self.kind = mapped.kind
         self.size = mapped.size
@@ -110,7 +114,8 @@ class Session:
     def __init__(self, backend: EmbeddedBackend, sock: socket.socket,
                  limits: ClientLimits | None = None,
                  creds: PeerCredentials | None = None,
-                 metrics: ServiceMetrics | None = None) -> None:
+                 metrics: ServiceMetrics | None = None,
+                 batched: BatchedModels | None = None) -> None:
         self.backend = backend
         #: The service's metrics; this session's compiled models in it, by handle.
         self.metrics = metrics or ServiceMetrics(backend)
@@ -124,6 +129,8 @@ class Session:
         #: The pools this client shared: mapped (checked) here, by the client's ids.
         self.memories = MappingTable(max_pools=self.limits.max_pools)
         self.received: dict[int, ReceivedMemory] = {}
+        #: This client's handles on the models the service batches across clients.
+        self.batched = BatchedHandles(batched, self.memories, next(_session_ids))
         #: This client's device memories: session token -> the worker-side buffer.
         self.buffers: dict[int, BufferHandle] = {}
         #: Bytes charged per device token, and their sum (``max_device_bytes``).
@@ -144,6 +151,9 @@ class Session:
             "execute": self._do_execute, "release": self._do_release,
             "allocate": self._do_allocate, "free": self._do_free,
             "copy_from": self._do_copy_from, "copy_to": self._do_copy_to,
+            "compile_batched": self._do_compile_batched,
+            "execute_batched": self.batched.execute,
+            "release_batched": self._do_release_batched,
         }
 
     async def run(self) -> None:
@@ -168,6 +178,8 @@ class Session:
             for measured in self.measured.values():
                 self.metrics.remove(measured)
             self.measured.clear()
+            with anyio.CancelScope(shield=True):
+                await self.batched.release_all()
             for buffer in self.buffers.values():
                 if buffer.slot.client is buffer.client and buffer.client.lost is None:
                     with contextlib.suppress(NnrtError, OSError):  # its worker may be dying
@@ -405,7 +417,15 @@ class Session:
         return {}
 
     async def _do_statistics(self, body: dict[str, Any]) -> dict[str, Any]:
-        return {"pools": self.backend.statistics().to_wire()}
+        return {"pools": self.backend.statistics().to_wire(),
+                "batched": self.batched.statistics()}
+
+    async def _do_compile_batched(self, body: dict[str, Any]) -> dict[str, Any]:
+        handle, self._next_handle = self._next_handle, self._next_handle + 1
+        return await self.batched.compile(body, handle)
+
+    async def _do_release_batched(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.batched.release(body["handle"])
 
     def _rewire(self, body: dict[str, Any]
                 ) -> tuple[dict[str, Any], dict[int, ReceivedMemory], Model]:

@@ -40,6 +40,8 @@ from nnrt.ipc.messages import (
 __all__ = ["FramedSocket", "RequestClient"]
 
 log = logging.getLogger("nnrt.runtime")
+#: Requests a ``cancel`` is sent for when their caller gives up on them.
+_CANCELLABLE = frozenset({"execute", "execute_batched"})
 
 
 class FramedSocket:
@@ -439,7 +441,7 @@ class RequestClient:
             else:
                 status, reply = await waiter
         except BaseException:
-            if self._pending.pop(request_id, None) is not None and verb == "execute":
+            if self._pending.pop(request_id, None) is not None and verb in _CANCELLABLE:
                 self.abandoned[request_id] = time.monotonic()
                 await self._send_cancel(request_id)
             raise

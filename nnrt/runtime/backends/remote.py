@@ -49,6 +49,9 @@ class RemoteBackend:
         self._fallbacks: dict[str, int] = {}
         #: The pools shared with the service (it shares them with its workers in turn).
         self.sharing = MemorySharing()
+        #: Handles of batched models collected without release (appended by finalizers, in
+        #: any thread; released with the next ``compile_batched``).
+        self.dropped_batched: list[int] = []
 
     async def start(self, tg: TaskGroup) -> None:
         """Connect, run the receive loop in ``tg`` and say hello."""
@@ -133,6 +136,43 @@ class RemoteBackend:
             await self.sharing.ensure(client, memory)
         body = execute_body(ref.key[0], inputs, priority, deadline, output_sizes, outputs)
         return await client.request("execute", body)
+
+    async def compile_batched(self, wire_model: dict[str, Any], batching: dict[str, Any],
+                              options: dict[str, Any], memories: Sequence[MemorySource] = ()
+                              ) -> int:
+        """Have the service batch a model across its clients; returns this connection's handle
+        of the service's batched model (see docs/batching-shared.md)."""
+        client = self._require()
+        while self.dropped_batched:
+            self.release_batched(self.dropped_batched.pop())
+        for memory in memories:
+            await self.sharing.ensure(client, memory)
+        reply = await client.request("compile_batched",
+                                     {"model": wire_model, "batching": batching, **options})
+        handle = reply.get("handle")
+        if handle.__class__ is not int:
+            raise UnavailableDevice("malformed compile_batched reply from the service")
+        return int(handle)
+
+    async def execute_batched(self, handle: int, inputs: list[Any], outputs: list[Any] | None,
+                              priority: int, deadline: float | None,
+                              memories: Collection[MemorySource] = ()) -> dict[str, Any]:
+        """One request of a batched model: the service merges it with others (any client's)."""
+        client = self._require()
+        for memory in memories:
+            await self.sharing.ensure(client, memory)
+        body: dict[str, Any] = {"handle": handle, "inputs": inputs, "priority": priority}
+        if deadline is not None:
+            body["deadline"] = deadline
+        if outputs is not None:
+            body["outputs"] = outputs
+        return await client.request("execute_batched", body)
+
+    def release_batched(self, handle: int) -> None:
+        """Tell the service this client is done with a batched model (no reply awaited)."""
+        if self._client is not None:
+            with contextlib.suppress(NnrtError, OSError):  # gone: the service released it
+                self._client.notify("release_batched", {"handle": handle})
 
     async def allocate(self, driver: str, dims: tuple[int, ...] | None,
                        roles: Sequence[tuple[CompiledRef, str, int, float]]) -> int:
