@@ -46,6 +46,9 @@ DEFAULT_MAX_QUEUE = 10_000
 #: requests in flight on one worker, a bound of 16 gave ~70k executes/s and 64 ~125k.
 DEFAULT_MAX_IN_FLIGHT = 64
 
+#: Models whose prepare time a pool remembers at most (then it starts afresh).
+_PREPARE_TIMES = 4096
+
 class _Waiter:
     __slots__ = ("cancelled", "event", "slot")
 
@@ -84,6 +87,9 @@ class WorkerPool:
         self.closing = False
         #: The runtime's task group (set by :meth:`start`): background prepares run there.
         self._tg: TaskGroup | None = None
+        #: Seconds the latest prepare of each model took (what waiting for a worker that has
+        #: the model is weighed against).
+        self._prepare_seconds: dict[int, float] = {}
         self.restarts = 0
         self.completed = 0
         self.failed = 0
@@ -134,11 +140,19 @@ class WorkerPool:
         """Requests sent to workers and not yet answered."""
         return sum(s.in_flight for s in self.slots)
 
+    def prepared_in(self, model_key: int, seconds: float) -> None:
+        """Record that preparing ``model_key`` on a worker took ``seconds`` (the latest)."""
+        if len(self._prepare_seconds) >= _PREPARE_TIMES:  # bounded: models come and go
+            self._prepare_seconds.clear()
+        self._prepare_seconds[model_key] = seconds
+
     def ready_slot(self, model_key: int, instead_of: WorkerSlot) -> WorkerSlot | None:
         """For a request given ``instead_of`` (a slot without ``model_key`` prepared): the
-        least-loaded live slot that has it and room, now holding the request instead (None:
-        none has). ``instead_of`` then prepares the model in the background, so a worker
-        never keeps requests waiting behind a prepare another worker has already done."""
+        least-loaded live slot that has it and room, now holding the request instead — when
+        the wait there (its requests in flight times its mean service time) is shorter than
+        preparing the model took — else None. ``instead_of`` then prepares the model in the
+        background, so a worker never keeps requests waiting behind a prepare another worker
+        has already done."""
         best: WorkerSlot | None = None
         best_load = self.max_in_flight
         for slot in self.slots:
@@ -149,7 +163,8 @@ class WorkerPool:
             load = slot.in_flight + len(client.abandoned)
             if load < best_load:
                 best, best_load = slot, load
-        if best is None:
+        if best is None or best_load * best.service_time >= self._prepare_seconds.get(
+                model_key, 0.0):
             return None
         instead_of.in_flight -= 1
         best.in_flight += 1

@@ -176,6 +176,7 @@ class WorkerSlot:
         client = self.require_client()
         event = anyio.Event()
         self._preparing[model_key] = event
+        started = time.monotonic()
         try:
             if cache is not None and self.pool.cache_files != (0, 0):
                 reply = await self._prepare_cached(client, body, cache)
@@ -186,6 +187,7 @@ class WorkerSlot:
                 raise UnavailableDevice("worker returned no handle for prepare")
             if self.client is client:
                 self._handles[model_key] = handle
+            self.pool.prepared_in(model_key, time.monotonic() - started)
             return handle
         finally:
             self._preparing.pop(model_key, None)
