@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -11,6 +12,12 @@ from nnrt.errors import BadData
 from nnrt.model.operand import Operand, dtype_of, is_scalar
 
 __all__ = ["coerce_input", "coerce_value", "dims_compatible"]
+
+
+@functools.cache
+def _iinfo(dtype: np.dtype[Any]) -> np.iinfo[Any]:
+    """``np.iinfo(dtype)``, made once per dtype (it is built anew on every call)."""
+    return np.iinfo(dtype)
 
 
 def coerce_value(operand: Operand, value: Any, where: str) -> np.ndarray[Any, Any]:
@@ -34,7 +41,7 @@ def coerce_value(operand: Operand, value: Any, where: str) -> np.ndarray[Any, An
                 "without changing values"
             )
         if dtype.kind in "iu" and arr.size:
-            info = np.iinfo(dtype)
+            info = _iinfo(dtype)
             if arr.min() < info.min or arr.max() > info.max:
                 raise BadData(
                     f"{where}: values out of range for {operand.type.name} "
