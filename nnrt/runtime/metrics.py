@@ -192,14 +192,18 @@ class ModelMetrics:
         histogram = self.latency  # Histogram.observe inlined: this runs per execute
         histogram._counts[bisect_left(histogram.bounds, latency)] += 1
         histogram._sum += latency
+        self._tick(now)
+        if error is not None:
+            self._count_error(error)
+
+    def _tick(self, now: float | None) -> None:
+        """Count one request in the current second of the rate's ring."""
         second = int(self._clock() if now is None else now)
         slot = second % (RATE_WINDOW + 1)
         if self._seconds[slot] != second:
             self._ring[slot] = 0
             self._seconds[slot] = second
         self._ring[slot] += 1
-        if error is not None:
-            self._count_error(error)
 
     def _count_error(self, error: BaseException) -> None:
         kind = error_kind(error)
@@ -237,12 +241,7 @@ class ModelMetrics:
         histogram._counts[index] += 1
         histogram._sum += seconds
         self._alone += 1
-        second = int(self._clock() if now is None else now)
-        slot = second % (RATE_WINDOW + 1)
-        if self._seconds[slot] != second:
-            self._ring[slot] = 0
-            self._seconds[slot] = second
-        self._ring[slot] += 1
+        self._tick(now)
 
     def requests_per_second(self) -> float:
         """Requests finished per second over the last :data:`RATE_WINDOW` seconds."""

@@ -496,15 +496,20 @@ def pad(n: NodeContext) -> list[Value]:
     y = _sliced(n, x, kept)
     if not grown.any():
         return [y]
-    fill = float(np.asarray(value, x.dtype))
+    return carried(n, [y], _constant_pad(n, grown, float(np.asarray(value, x.dtype))))
+
+
+def _constant_pad(n: NodeContext, pads: Array, fill: float
+                  ) -> Callable[[list[Value], Callable[[float], float]], list[Value]]:
+    """A ``carried`` builder padding with ``fill``: PAD for +0, else PAD_V2."""
 
     def build(vs: list[Value], part: Callable[[float], float]) -> list[Value]:
         v = part(fill)
         if v == 0 and math.copysign(1.0, v) > 0:  # PAD pads with +0
-            return [n.graph.op(Op.PAD, vs[0], grown)]
-        return [n.graph.op(Op.PAD_V2, vs[0], grown, v)]
+            return [n.graph.op(Op.PAD, vs[0], pads)]
+        return [n.graph.op(Op.PAD_V2, vs[0], pads, v)]
 
-    return carried(n, [y], build)
+    return build
 
 
 def _pad_open(n: NodeContext, x: Value) -> list[Value]:
@@ -526,15 +531,7 @@ def _pad_open(n: NodeContext, x: Value) -> list[Value]:
     if mode == "reflect":
         return carried(n, [x], lambda vs, _: [n.graph.op(Op.MIRROR_PAD, vs[0], pads, 0)],
                        int_kernels=True)
-    fill = float(np.asarray(value, x.dtype))
-
-    def build(vs: list[Value], part: Callable[[float], float]) -> list[Value]:
-        v = part(fill)
-        if v == 0 and math.copysign(1.0, v) > 0:  # PAD pads with +0
-            return [n.graph.op(Op.PAD, vs[0], pads)]
-        return [n.graph.op(Op.PAD_V2, vs[0], pads, v)]
-
-    return carried(n, [x], build)
+    return carried(n, [x], _constant_pad(n, pads, float(np.asarray(value, x.dtype))))
 
 
 def _index_pad(n: NodeContext, x: Value, mode: str, widths: list[tuple[int, int]]) -> Value:
