@@ -69,11 +69,12 @@ def test_worker_refuses_a_bad_poll_window(window: str) -> None:
 
 
 def _slow_model() -> nnrt.Model:
-    """Four 256x1024 @ 1024x1024 FULLY_CONNECTEDs: tens of ms on the reference driver."""
+    """Ten 256x1024 @ 1024x1024 FULLY_CONNECTEDs: about a tenth of a second or more on the
+    reference driver."""
     rng = np.random.default_rng(0)
     b = nnrt.ModelBuilder()
     y = b.input("x", (256, 1024))
-    for _ in range(4):
+    for _ in range(10):
         y = b.fully_connected(y, (rng.standard_normal((1024, 1024)) * 0.03).astype(np.float32),
                               np.zeros(1024, np.float32))
     b.output(y)
@@ -108,8 +109,8 @@ async def test_client_polls_for_a_lone_reply_within_its_window_only(
         if window == 0.0:
             assert turns == []
             continue
-        assert took > window + 0.03, f"the model ran in {took:.4f} s, too fast to see the window"
+        assert took > window + 0.08, f"the model ran in {took:.4f} s, too fast to see the window"
         assert turns, "the client never polled"
         # every polling turn fell in the window (a turn's yield may land just after it closes,
         # later still if the machine preempts the client in between)
-        assert turns[-1] - started < window + 0.015, (turns[-1] - started, took)
+        assert turns[-1] - started < window + 0.05, (turns[-1] - started, took)
