@@ -264,3 +264,22 @@ async def test_concurrent_streams_are_batched_and_equal_one_by_one(vad: Vad) -> 
         assert batcher is not None and batcher.executions < batcher.requests  # merged
         for k in range(STREAMS):  # the reference kernels are batch-independent: bit for bit
             np.testing.assert_array_equal(np.concatenate(got[k]), np.concatenate(expected[k]))
+
+
+def test_the_ifless_model_imports_unmodified_with_every_dim_dynamic(silero_dir: Path) -> None:
+    """No input_shapes at all: batch and samples stay unknown (its reflect padding checked at
+    execution), and the reference matches onnxruntime at two batch sizes."""
+    path = silero_dir / "silero_vad_op18_ifless.onnx"
+    model = nnrt.onnx.load(path)
+    assert [info.shape for info in model.input_info] == [
+        ("batch", "sequence"), (1,), (2, "batch", 128)]
+    session = ort_session(path)
+    rng = np.random.default_rng(5)
+    for batch in (1, 3):
+        x = (rng.standard_normal((batch, CONTEXT + CHUNK)) * 0.1).astype(np.float32)
+        state = (rng.standard_normal((2, batch, 128)) * 0.1).astype(np.float32)
+        want = session.run(None, {"input": x, "state": state, "sr": np.array(RATE, np.int64)})
+        got = nnrt.reference.run(model, {"input": x, "state": state,
+                                         "sr": np.array([RATE], np.int64)})
+        for g, w in zip(got, want, strict=True):
+            assert_close(g, w, f"ifless silero at batch {batch}")

@@ -354,7 +354,7 @@ def gather(n: NodeContext) -> list[Value]:
         if not size and (a < 0).any():
             n.fail(f"negative indices on axis {axis}, whose size is dynamic, are not "
                    "supported; pass input_shapes= to nnrt.onnx.load")
-        bad = a[(a < -size) | (a >= size)] if size else a[:0]
+        bad = a[(a < -size) | (a >= size)] if size else np.empty(0, np.int64)
         if bad.size:
             n.fail(f"index {int(bad[0])} is out of range for axis {axis} of size {size}")
         a = np.where(a < 0, a + size, a)
@@ -519,10 +519,9 @@ def _pad_open(n: NodeContext, x: Value) -> list[Value]:
     mode = n.attr("mode", "constant")
     widths, value = _pad_params(n, len(dims))
     for axis, (d, (b, a)) in enumerate(zip(dims, widths, strict=True)):
-        if (b, a) == (0, 0):
-            continue
-        if d == 0:
-            n.static_shape(x)  # fails, naming the unknown dims
+        if (b, a) == (0, 0) or (d == 0 and b >= 0 and a >= 0 and mode in ("constant",
+                                                                          "reflect")):
+            continue  # an unknown axis: MIRROR_PAD checks its size at execution
         if b < 0 or a < 0 or mode not in ("constant", "reflect") or (
                 mode == "reflect" and max(b, a) >= d):
             n.fail(f"mode {mode!r} pads {(b, a)} of axis {axis} ({d} elements) need the "

@@ -342,3 +342,10 @@ def test_cast_of_booleans_with_unknown_dims_fills_at_execution(to: int) -> None:
     proto = _model(nodes, [_x(dims=("N", 5))], ["y"], {"zero": np.zeros((), np.float32)})
     _same_as_ort(proto, [{"x": _RNG.standard_normal((n, 5)).astype(np.float32)}
                          for n in (1, 3)])
+
+
+def test_a_scalar_index_on_a_dynamic_axis_gathers_at_execution() -> None:
+    nodes = [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)]
+    proto = _model(nodes, [_x(dims=("N", 4))], ["y"], {"i": np.array(0, np.int64)})
+    _same_as_ort(proto, [{"x": _RNG.standard_normal((n, 4)).astype(np.float32)}
+                         for n in (1, 3)])
