@@ -295,12 +295,22 @@ def test_pad_of_a_known_axis_keeps_an_unknown_batch(mode: str) -> None:
     assert model.operands[model.outputs[0]].dims[0] == 0
 
 
-def test_pad_of_an_unknown_axis_says_why() -> None:
-    pads = numpy_helper.from_array(np.array([1, 0, 0, 0], np.int64), "pads")
+def test_reflect_pad_of_an_unknown_axis_is_checked_at_execution() -> None:
+    pads = numpy_helper.from_array(np.array([2, 0, 1, 0], np.int64), "pads")
     proto = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
                    [_x(dims=("N", 8))], ["y"])
     proto.graph.initializer.append(pads)
-    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="unknown dims"):
+    model = _same_as_ort(proto, [{"x": _RNG.standard_normal((n, 8)).astype(np.float32)}
+                                 for n in (3, 5)])
+    with pytest.raises(nnrt.BadData):  # reflecting 2 rows needs at least 3
+        nnrt.reference.run(model, [np.ones((2, 8), np.float32)])
+
+
+def test_a_crop_of_an_unknown_axis_says_why() -> None:
+    pads = numpy_helper.from_array(np.array([-1, 0, 0, 0], np.int64), "pads")
+    proto = _model([helper.make_node("Pad", ["x", "pads"], ["y"])], [_x(dims=("N", 8))], ["y"])
+    proto.graph.initializer.append(pads)
+    with pytest.raises(nnrt.onnx.UnsupportedOnnxModel, match="need the input's dims known"):
         nnrt.onnx.load(proto)
 
 
