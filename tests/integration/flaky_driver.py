@@ -37,9 +37,14 @@ class StuckDriver(ReferenceDriver):
 
 
 class SlowPrepareDriver(ReferenceDriver):
-    """The reference driver taking ``$NNRT_TEST_PREPARE_SECONDS`` to prepare each model."""
+    """The reference driver taking ``$NNRT_TEST_PREPARE_SECONDS`` to prepare each model, and
+    appending its pid to the file ``$NNRT_TEST_PREPARE_LOG`` (if set) for each prepare."""
 
     def _prepare(self, model: Model, options: PrepareOptions, cache: Any) -> PreparedModel:
+        log = os.environ.get("NNRT_TEST_PREPARE_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()}\n")
         time.sleep(float(os.environ.get("NNRT_TEST_PREPARE_SECONDS", "0")))
         return super()._prepare(model, options, cache)
 

@@ -4,6 +4,7 @@ worker, holding the model already, makes unnecessary."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import anyio
 import numpy as np
@@ -37,3 +38,33 @@ async def test_requests_go_to_the_worker_that_has_the_model_while_another_prepar
                 await anyio.sleep(0.05)
         (y,) = await compiled.execute([x])
         np.testing.assert_array_equal(y, x + np.arange(1, 5, dtype=np.float32))
+
+
+def _weights_model() -> nnrt.Model:
+    """y = x @ W^T with W (64 KiB) travelling by reference: preparing it maps a pool first."""
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (1, 128))
+    w = np.random.default_rng(0).standard_normal((128, 128)).astype(np.float32)
+    b.output(b.fully_connected(x, w, np.zeros(128, np.float32)))
+    return b.build()
+
+
+@pytest.mark.anyio
+async def test_concurrent_first_requests_on_a_worker_prepare_the_model_once(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    log = tmp_path / "prepares"
+    monkeypatch.setenv("NNRT_TEST_PREPARE_SECONDS", "0.2")
+    monkeypatch.setenv("NNRT_TEST_PREPARE_LOG", str(log))
+    driver = "flaky_driver:SlowPrepareDriver"
+    async with nnrt.Runtime(drivers=[driver], workers=2) as rt:
+        compiled = await rt.compile(_weights_model())
+        pool = rt._core.backend.pools[driver]  # type: ignore[union-attr]
+        key = compiled.ref.key
+        (fresh,) = [slot for slot in pool.slots if slot.handle_of(key[0]) is None]
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(fresh.ensure_prepared, key)
+        assert fresh.handle_of(key[0]) is not None
+        assert fresh.process is not None
+        pids = log.read_text().split()
+        assert pids.count(str(fresh.process.pid)) == 1, pids  # one prepare, not eight

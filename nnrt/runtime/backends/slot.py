@@ -171,13 +171,13 @@ class WorkerSlot:
             if event is None:
                 break
             await event.wait()
-        for pool in pools:
-            await self.ensure_mapped(pool)
-        client = self.require_client()
-        event = anyio.Event()
+        event = anyio.Event()  # registered before the first await: one prepare per model
         self._preparing[model_key] = event
         started = time.monotonic()
         try:
+            for pool in pools:
+                await self.ensure_mapped(pool)
+            client = self.require_client()
             if cache is not None and self.pool.cache_files != (0, 0):
                 reply = await self._prepare_cached(client, body, cache)
             else:
