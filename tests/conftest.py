@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +15,32 @@ import pytest
 
 #: How long a new descriptor may take to close by itself before it counts as leaked.
 _SETTLE_SECONDS = 1.0
+#: The temporary bytecode directory of this run, when :func:`pytest_configure` made one.
+_PYCACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where the environment forbids bytecode files (``PYTHONDONTWRITEBYTECODE``), keep them
+    for this run in a temporary ``PYTHONPYCACHEPREFIX`` instead, outside the source tree.
+
+    The suite starts hundreds of Python processes (driver workers, services, the
+    CLI); without bytecode each one compiles nnrt from source again (0.4 s a worker).
+    """
+    if not sys.dont_write_bytecode or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = tempfile.mkdtemp(prefix="nnrt-test-pycache-")
+    config.stash[_PYCACHE] = prefix
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the bytecode directory :func:`pytest_configure` made, if any."""
+    prefix = config.stash.get(_PYCACHE, None)
+    if prefix is not None:
+        shutil.rmtree(prefix, ignore_errors=True)
 
 
 def _open_fds() -> set[int]:

@@ -5,6 +5,7 @@ and device buffers, with real workers."""
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import pytest
 
 import nnrt
 from nnrt import BufferDesc, BufferRole
+from nnrt.hal.plugin import FORBID_COMPILE
 
 pytest.importorskip("ai_edge_litert", reason="ai-edge-litert has no wheel for this platform")
 
@@ -53,37 +55,53 @@ def mlp(width: int = 1024, layers: int = 4) -> tuple[nnrt.Model, np.ndarray]:
 
 
 async def compile_and_run(model: nnrt.Model, x: np.ndarray, cache: Path
-                          ) -> tuple[float, np.ndarray, nnrt.RuntimeStatistics]:
-    """Seconds to compile ``model`` in a new runtime (workers already up) and run it once."""
+                          ) -> tuple[float, np.ndarray, tuple[int, int, int]]:
+    """Seconds to compile ``model`` in a new runtime (workers already up) and run it once, and
+    what that compile did to the cache: (misses, hits, rejected loads).
+
+    The warm-up step has a cache of its own beside ``cache``: under ``NNRT_FORBID_COMPILE=1``
+    it loads from there too, and ``cache`` holds ``model``'s files only."""
     async with nnrt.Runtime(drivers=["litert"], workers=1) as rt:
         b = nnrt.ModelBuilder()
         t = b.input("t", (1, 4))
         b.output(b.relu(t))
-        await (await rt.compile(b.build())).execute([np.ones((1, 4), np.float32)])
+        warm_up = await rt.compile(b.build(), cache_dir=cache.with_name(f"{cache.name}-warm-up"))
+        await warm_up.execute([np.ones((1, 4), np.float32)])
+        before = rt.statistics()
         start = time.perf_counter()
         compiled = await rt.compile(model, cache_dir=cache)
         (y,) = await compiled.execute([x])
         seconds = time.perf_counter() - start
+        after = rt.statistics()
         assert compiled.device == "litert"
-        return seconds, y, rt.statistics()
+        return seconds, y, (after.cache_misses - before.cache_misses,
+                            after.cache_hits - before.cache_hits,
+                            after.cache_load_failures - before.cache_load_failures)
 
 
-async def test_a_warm_compile_is_much_faster_than_a_cold_one(tmp_path: Path) -> None:
+async def test_a_warm_compile_loads_the_cache_and_is_faster_than_a_cold_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model, x = mlp()
     expected = nnrt.reference.run(model, [x])[0]
     colds, warms = [], []
-    for run in range(2):
-        cold, y, stats = await compile_and_run(model, x, tmp_path / f"cache{run}")
-        assert (stats.cache_misses, stats.cache_hits) == (1, 0)
+    for run in range(3):  # interleaved: a load spike on a shared box slows both kinds alike
+        cache = tmp_path / f"cache{run}"
+        monkeypatch.delenv(FORBID_COMPILE, raising=False)
+        cold, y, counts = await compile_and_run(model, x, cache)
+        assert counts == (1, 0, 0)
         np.testing.assert_allclose(y, expected, **TOL)
         colds.append(cold)
-    for _ in range(2):
-        warm, y, stats = await compile_and_run(model, x, tmp_path / "cache0")
-        assert (stats.cache_misses, stats.cache_hits, stats.cache_load_failures) == (0, 1, 0)
+        # the mechanism: the workers may not compile, so the step runs on litert only if its
+        # flatbuffer came from the cache (a refused compile would leave it on the reference)
+        monkeypatch.setenv(FORBID_COMPILE, "1")
+        warm, y, counts = await compile_and_run(model, x, cache)
+        assert counts == (0, 1, 0)
         np.testing.assert_allclose(y, expected, **TOL)
         warms.append(warm)
-    # benchmarks/cache.py shows the real ratio (16 M parameters); CI boxes are noisy
-    assert min(warms) < 0.5 * min(colds), (colds, warms)
+    # the time it saves (benchmarks/cache.py shows it for 16 M parameters): here about 0.2 s
+    # cold, 0.1 s warm, so the ratio of single runs swings under load; the medians of
+    # interleaved runs, with a generous bound, only catch a cache load as slow as a compile
+    assert statistics.median(warms) < 0.8 * statistics.median(colds), (colds, warms)
 
 
 def only(directory: Path, suffix: str) -> Path:
@@ -108,11 +126,11 @@ async def test_a_corrupted_data_cache_flatbuffer_is_rejected_and_rebuilt(
     else:
         del data[len(data) // 2:]
     flatbuffer.write_bytes(bytes(data))
-    _, y, stats = await compile_and_run(model, x, cache)
-    assert (stats.cache_load_failures, stats.cache_misses, stats.cache_hits) == (1, 1, 0)
+    _, y, counts = await compile_and_run(model, x, cache)
+    assert counts == (1, 0, 1)  # (misses, hits, rejected loads)
     np.testing.assert_allclose(y, expected, **TOL)
-    _, y, stats = await compile_and_run(model, x, cache)  # rebuilt: a hit again
-    assert (stats.cache_load_failures, stats.cache_hits) == (0, 1)
+    _, y, counts = await compile_and_run(model, x, cache)  # rebuilt: a hit again
+    assert counts == (0, 1, 0)
     np.testing.assert_allclose(y, expected, **TOL)
 
 

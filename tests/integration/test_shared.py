@@ -55,9 +55,11 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[str]:
-    path = str(tmp_path / "nnrt.sock")
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One service for the module's tests (each starts clients of its own): what a test does
+    to it, hostile frames included, must leave it serving the next."""
+    path = str(tmp_path_factory.mktemp("shared") / "nnrt.sock")
     with running_service(path):
         yield path
 

@@ -49,9 +49,11 @@ class Service:
         return fds, maps
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
-    path = str(tmp_path / "nnrt.sock")
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """One service for the module's tests, each with clients of its own (footprints and
+    statistics are compared with the test's own baseline)."""
+    path = str(tmp_path_factory.mktemp("shm") / "nnrt.sock")
     with running_service(path, workers=1) as proc:
         yield Service(path, proc)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import nnrt
@@ -28,7 +29,8 @@ FORBIDDEN = {
 EXCEPTIONS = {"model/file.py": {"memory"}}
 
 
-def _imports(path: Path) -> set[str]:
+@functools.cache  # five tests walk the same files: each is parsed once
+def _imports(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text())
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -36,7 +38,7 @@ def _imports(path: Path) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-    return names
+    return frozenset(names)
 
 
 def test_lower_layers_do_not_import_higher_ones() -> None:

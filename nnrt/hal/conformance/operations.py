@@ -25,7 +25,7 @@ from nnrt.testing.check import build, check_variant
 from nnrt.testing.spec import CaseVariant, expand
 
 __all__ = ["Failure", "OpResults", "Probe", "all_variants", "find_probe", "find_unsupported",
-           "run_variants", "select_variants"]
+           "representative_variants", "run_variants", "select_variants"]
 
 Array = np.ndarray[Any, Any]
 
@@ -80,6 +80,19 @@ def select_variants(count: int | None, seed: int) -> list[CaseVariant]:
         return variants
     chosen = sorted(random.Random(seed).sample(range(len(variants)), count))
     return [variants[i] for i in chosen]
+
+
+def representative_variants() -> list[CaseVariant]:
+    """The first variant, in case order, of each (operation, variant kind, type of the first
+    tensor operand): every operation on every tensor type its cases use, each in every form
+    (constants, parameters as inputs, dynamic outputs, float16, relaxed) it takes; about an
+    eighth of :func:`all_variants`, for a driver whose full run is a test of its own."""
+    chosen: dict[tuple[object, ...], CaseVariant] = {}
+    for variant in all_variants():
+        tensors = [a.type for a in (*variant.inputs, *variant.outputs) if not a.scalar]
+        key = (variant.case.op, variant.variant, tensors[0] if tensors else None)
+        chosen.setdefault(key, variant)
+    return list(chosen.values())
 
 
 def execute_on(driver: Driver, model: Model, feed: Sequence[Any]) -> list[Array]:

@@ -90,6 +90,8 @@ class WorkerPool:
         #: Seconds the latest prepare of each model took (what waiting for a worker that has
         #: the model is weighed against).
         self._prepare_seconds: dict[int, float] = {}
+        #: The pool's background sleeps (watchdog, steering), cut short when it closes.
+        self._naps: set[anyio.CancelScope] = set()
         self.restarts = 0
         self.completed = 0
         self.failed = 0
@@ -203,18 +205,18 @@ class WorkerPool:
             before = await self._rate()
             if before is None:  # too little traffic to compare anything: look again later
                 idle = min(idle * 2, 1.0)
-                await anyio.sleep(idle)
+                await self._nap(idle)
                 continue
             idle = WINDOW
             if not steering.trial_due(time.monotonic()) or self.slots[0].pack_limit == 0:
                 continue  # (a model packing never applies to: nothing to try)
             self._pack(not steering.packing)
             try:
-                await anyio.sleep(SETTLE)  # what was sent in the other mode finishes first
+                await self._nap(SETTLE)  # what was sent in the other mode finishes first
                 trial = await self._rate()
             finally:
                 self._pack(steering.packing)
-            await anyio.sleep(SETTLE)
+            await self._nap(SETTLE)
             after = await self._rate()
             if trial is not None and after is not None:
                 steering.decide(before, trial, after, time.monotonic())
@@ -223,9 +225,20 @@ class WorkerPool:
     async def _rate(self) -> float | None:
         """Requests finished per second over one window (None: fewer than can be compared)."""
         count, start = self.completed + self.failed, time.monotonic()
-        await anyio.sleep(WINDOW)
+        await self._nap(WINDOW)
         count = self.completed + self.failed - count
         return count / (time.monotonic() - start) if count >= MIN_COMPLETIONS else None
+
+    async def _nap(self, seconds: float) -> None:
+        """Sleep ``seconds`` between two looks of a background loop; :meth:`close` ends the nap
+        at once, so closing a runtime does not wait out the watchdog's or the steering's."""
+        with anyio.CancelScope() as scope:
+            self._naps.add(scope)
+            try:
+                if not self.closing:
+                    await anyio.sleep(seconds)
+            finally:
+                self._naps.discard(scope)
 
     def _pack(self, packing: bool) -> None:
         self.packed = self.slots[0] if packing and len(self.slots) > 1 else None
@@ -245,7 +258,7 @@ class WorkerPool:
         """
         period = min(max(self.cancel_grace / 4, 0.02), 0.5)
         while not self.closing:
-            await anyio.sleep(period)
+            await self._nap(period)
             now = time.monotonic()
             for slot in self.slots:
                 since = slot.stuck_since()
@@ -373,6 +386,8 @@ class WorkerPool:
     def close(self) -> None:
         """Stop restarting workers; the runtime's task group tears the workers down."""
         self.closing = True
+        for nap in list(self._naps):
+            nap.cancel()
         for slot in self.slots:
             if slot.client is not None:
                 slot.client.close()

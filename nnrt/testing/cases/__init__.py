@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from importlib import import_module
 
 from nnrt.testing.spec import OpCase
@@ -57,8 +58,7 @@ _FAMILIES = tuple(import_module(f"{__name__}.{name}") for name in _FAMILY_NAMES)
 def all_cases() -> list[OpCase]:
     """Every case of every family; names are unique."""
     cases = [case for family in _FAMILIES for case in family.CASES]
-    names = [c.name for c in cases]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    duplicates = sorted(n for n, k in Counter(c.name for c in cases).items() if k > 1)
     if duplicates:
         raise RuntimeError(f"duplicate conformance case names: {duplicates}")
     return cases
