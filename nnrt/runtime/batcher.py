@@ -36,6 +36,7 @@ import numpy as np
 from nnrt.errors import BadData, BadState, DeadlineMissed, NnrtError, OpFailed
 from nnrt.model.binding import InputBinder
 from nnrt.runtime.inline import INLINE_LIMIT
+from nnrt.runtime.spreading import Spreading
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
@@ -118,6 +119,8 @@ class Batcher:
         self._running = 0
         #: Running estimate of a batched execution's seconds (deadline-aware dispatch).
         self._estimate = 0.0
+        #: Whether a due batch goes whole to one worker or spread over the free ones.
+        self._spread = Spreading()
         self.closed = False
         #: Batched executions sent, and the requests they carried (``requests / executions``
         #: is the mean batch).
@@ -209,8 +212,15 @@ class Batcher:
                     if self._running >= self._in_flight_limit and not self._urgent():
                         await self._sleep(None)
                         continue
-                    batch = self._take()
-                    if batch:
+                    # what is due now: one batch, or spread evenly over the free execution
+                    # slots (workers) while the trials find that serves more
+                    free = 1 if self._spread.whole else max(
+                        self._in_flight_limit - self._running, 1)
+                    cap = self._share(free)
+                    for _ in range(free):
+                        batch = self._take(cap)
+                        if not batch:
+                            break
                         self._running += 1
                         tg.start_soon(self._send, batch)
         finally:
@@ -253,16 +263,28 @@ class Batcher:
                 due = min(due, request.arrived + slack / 2)
         return due - time.monotonic()
 
-    def _take(self) -> list[_Request]:
-        """The next batch: the first request (urgent ones first, then oldest) and those of
-        its key that fit, in order."""
+    def _share(self, free: int) -> int:
+        """Rows per batch when the requests of the first waiting form are spread over
+        ``free`` execution slots: an even share, at most ``max_batch`` (a compute-bound
+        model keeps every worker busy; others lose little to two half batches at once)."""
+        queue = self._queue
+        if not queue:
+            return self.layout.max_batch
+        first = min(queue, key=lambda r: (not r.urgent, r.order))
+        rows = sum(r.rows for r in queue if r.key == first.key)
+        return min(self.layout.max_batch, max(1, -(-rows // free)))
+
+    def _take(self, cap: int) -> list[_Request]:
+        """The next batch of at most ``cap`` rows: the first request (urgent ones first, then
+        oldest) and those of its key that fit, in order."""
         queue = self._queue
         if not queue:
             return []
         first = min(queue, key=lambda r: (not r.urgent, r.order))
-        batch, rows = [], 0
+        batch: list[_Request] = []
+        rows = 0
         for request in sorted(queue, key=lambda r: (not r.urgent, r.order)):
-            if request.key == first.key and rows + request.rows <= self.layout.max_batch:
+            if request.key == first.key and (not batch or rows + request.rows <= cap):
                 batch.append(request)
                 rows += request.rows
         taken = set(map(id, batch))
@@ -312,6 +334,7 @@ class Batcher:
         self._free(regions)
         seconds = time.monotonic() - started
         self._estimate += _EWMA * (seconds - self._estimate)
+        self._spread.executed(rows, time.monotonic())
         self.executions += 1
         self.requests += len(batch)
         if len({r.origin for r in batch}) > 1:
