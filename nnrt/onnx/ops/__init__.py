@@ -3,6 +3,7 @@
 from nnrt.onnx.ops import basic as basic
 from nnrt.onnx.ops import control as control
 from nnrt.onnx.ops import conv as conv
+from nnrt.onnx.ops import depth as depth
 from nnrt.onnx.ops import elementwise as elementwise
 from nnrt.onnx.ops import linear as linear
 from nnrt.onnx.ops import normalization as normalization
@@ -21,6 +22,7 @@ __all__ = [
     "basic",
     "control",
     "conv",
+    "depth",
     "elementwise",
     "linear",
     "normalization",
