@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from builders import resnet_cnn, transformer_block  # noqa: E402
-from timing import median_execute_ms, median_ms, round_trip_ms  # noqa: E402
+from timing import litert_runner, median_execute_ms, median_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 Case = tuple[str, bytes, dict[str, Array]]
@@ -175,17 +175,9 @@ def _litert(model: nnrt.Model, inputs: dict[str, Array], runs: int) -> float | N
     interpreter = Interpreter(model_content=write_partition(model), num_threads=1)
     interpreter.allocate_tensors()
     names = [model.operands[k].name for k in model.inputs]
-    ins = [(d["index"], np.asarray(inputs[name], d["dtype"])) for d, name in zip(
+    values = [np.asarray(inputs[name], d["dtype"]) for d, name in zip(
         interpreter.get_input_details(), names, strict=True)]
-    outs = [d["index"] for d in interpreter.get_output_details()]
-
-    def run() -> list[Array]:
-        for index, value in ins:
-            interpreter.set_tensor(index, value)
-        interpreter.invoke()
-        return [interpreter.get_tensor(index) for index in outs]
-
-    return median_ms(run, runs)
+    return median_ms(litert_runner(interpreter, values), runs)
 
 
 async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtime,

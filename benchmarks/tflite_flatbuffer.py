@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from litert_oracle import CORPUS, corpus_modules, inputs_for  # noqa: E402
+from timing import litert_runner  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 _BUILTIN_NAMES = {value: name for name, value in vars(fb.BuiltinOperator).items()
@@ -69,17 +70,7 @@ def _runner(data: bytes, feeds: dict[str, Array]) -> tuple[Callable[[], list[Arr
     partitions = sum(1 for op in interpreter._get_ops_details() if op["op_name"] == "DELEGATE")
     # by position: the regenerated file names its tensors after operands (the model's inputs
     # keep the original's order)
-    ins = [(d["index"], value)
-           for d, value in zip(interpreter.get_input_details(), feeds.values(), strict=True)]
-    outs = [d["index"] for d in interpreter.get_output_details()]
-
-    def run() -> list[Array]:
-        for index, value in ins:
-            interpreter.set_tensor(index, value)
-        interpreter.invoke()
-        return [interpreter.get_tensor(index) for index in outs]
-
-    return run, partitions
+    return litert_runner(interpreter, list(feeds.values())), partitions
 
 
 def _interleaved_ms(runs: tuple[Callable[[], Any], ...], rounds: int) -> list[list[float]]:

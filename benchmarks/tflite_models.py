@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from litert_oracle import CORPUS, corpus_modules, inputs_for, litert_run, scaled_error  # noqa: E402
-from timing import median_execute_ms, median_ms, round_trip_ms  # noqa: E402
+from timing import litert_runner, median_execute_ms, median_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 #: Executions before timing (the cpu driver starts optimising after 32) and the seconds then
@@ -64,16 +64,8 @@ def _litert_ms(path: Path, feeds: dict[str, Array], runs: int) -> float | None:
         interpreter.allocate_tensors()
     except RuntimeError:
         return None
-    ins = [(d["index"], feeds[d["name"]]) for d in interpreter.get_input_details()]
-    outs = [d["index"] for d in interpreter.get_output_details()]
-
-    def run() -> list[Array]:
-        for index, value in ins:
-            interpreter.set_tensor(index, value)
-        interpreter.invoke()
-        return [interpreter.get_tensor(index) for index in outs]
-
-    return median_ms(run, runs)
+    values = [feeds[d["name"]] for d in interpreter.get_input_details()]
+    return median_ms(litert_runner(interpreter, values), runs)
 
 
 async def _nnrt(tflite: ModuleType, path: Path, feeds: dict[str, Array], runs: int,

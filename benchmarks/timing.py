@@ -16,7 +16,7 @@ import numpy as np
 
 import nnrt
 
-__all__ = ["median_execute_ms", "median_ms", "round_trip_ms"]
+__all__ = ["litert_runner", "median_execute_ms", "median_ms", "round_trip_ms"]
 
 
 def _warm_up_runs(runs: int) -> int:
@@ -56,3 +56,19 @@ async def round_trip_ms(rt: nnrt.Runtime, runs: int) -> float:
     median = await median_execute_ms(compiled, [np.ones((1, 4), np.float32)], runs)
     await compiled.release()
     return median
+
+
+def litert_runner(interpreter: Any, values: list[Any]) -> Callable[[], list[Any]]:
+    """One inference of an allocated LiteRT ``Interpreter`` on ``values`` (in its input
+    order), as an application runs it: set the inputs, invoke, read the outputs."""
+    ins = [(d["index"], value) for d, value in zip(interpreter.get_input_details(), values,
+                                                    strict=True)]
+    outs = [d["index"] for d in interpreter.get_output_details()]
+
+    def run() -> list[Any]:
+        for index, value in ins:
+            interpreter.set_tensor(index, value)
+        interpreter.invoke()
+        return [interpreter.get_tensor(index) for index in outs]
+
+    return run

@@ -35,6 +35,7 @@ import numpy as np
 
 from nnrt.errors import BadData, BadState, DeadlineMissed, NnrtError, OpFailed
 from nnrt.model.binding import InputBinder
+from nnrt.runtime.backends.channel import running_asyncio
 from nnrt.runtime.inline import INLINE_LIMIT
 from nnrt.runtime.spreading import Spreading
 
@@ -54,15 +55,6 @@ _BY_VALUE = 256
 _IDLE = 1.0
 #: Weight of the newest batched execution in the running estimate of its duration.
 _EWMA = 0.2
-
-
-def _on_asyncio() -> bool:
-    """Whether the caller runs on an asyncio event loop (else trio or another backend)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 class _Request:
@@ -132,7 +124,7 @@ class Batcher:
         self._names = tuple(info.name or str(j) for j, info in enumerate(model.input_info))
         #: Makes a request's completion event: asyncio's own under asyncio (what anyio's
         #: wraps, without the per-call backend lookup), anyio's elsewhere.
-        self._event: Callable[[], Any] = asyncio.Event if _on_asyncio() else anyio.Event
+        self._event: Callable[[], Any] = asyncio.Event if running_asyncio() else anyio.Event
 
     # -- requests ------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from nnrt.ipc.messages import (
     error_from,
 )
 
-__all__ = ["FramedSocket", "RequestClient"]
+__all__ = ["FramedSocket", "RequestClient", "running_asyncio"]
 
 log = logging.getLogger("nnrt.runtime")
 #: Requests a ``cancel`` is sent for when their caller gives up on them.
@@ -226,7 +226,7 @@ class FramedSocket:
         self.sock.close()
 
 
-def _running_asyncio() -> bool:
+def running_asyncio() -> bool:
     """Whether the current task runs on an asyncio event loop (else trio or another backend)."""
     try:
         asyncio.get_running_loop()
@@ -310,7 +310,7 @@ class RequestClient:
         """Receive responses until the connection ends, then fail what is pending."""
         reason = f"{self.peer} closed the connection"
         try:
-            if _running_asyncio():
+            if running_asyncio():
                 reason = await self._run_asyncio()
             else:
                 await self.framed.receive_loop(self._on_message)
