@@ -13,12 +13,14 @@ fully checked :func:`~nnrt.ipc.messages.decode_tensor`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import decode_tensor, dtype_name, encode_tensor
+from nnrt.memory import find_memory
 from nnrt.model.operand import dtype_of, is_scalar
 
 if TYPE_CHECKING:
@@ -30,6 +32,9 @@ Array = np.ndarray[Any, Any]
 
 #: Tensors up to this many bytes travel inline in the request: cheaper than an arena round trip.
 INLINE_LIMIT = 64 << 10
+
+_INT32 = np.dtype(np.int32)
+_INT64 = np.dtype(np.int64)
 
 #: ``where`` of the first outputs' error messages, made once.
 _OUTPUT = tuple(f"output {j}" for j in range(16))
@@ -46,6 +51,23 @@ class _Input:
         self.shape = shape
         #: The shape as sent (a list the packer reads; never mutated).
         self.wire_shape = list(shape)
+
+    def wire(self, value: Any) -> list[Any] | None:
+        """``value``'s wire tensor when it is an ndarray of the declared shape, not a view of
+        shared memory (those go by reference), and of this input's dtype — or int64 for an
+        int32 input, every value in range (the conversion
+        :func:`~nnrt.model.values.coerce_input` makes) — else None."""
+        if value.__class__ is not np.ndarray or value.shape != self.shape or (
+                value.base is not None and find_memory(value) is not None):
+            return None
+        if value.dtype is not self.dtype:
+            if value.dtype is not _INT64 or self.dtype is not _INT32:
+                return None
+            narrowed = value.astype(_INT32)
+            if not (narrowed == value).all():
+                return None  # out of range: the general path says which element
+            value = narrowed
+        return [self.name, self.wire_shape, value.tobytes()]
 
 
 class _Output:
@@ -68,7 +90,7 @@ class _Output:
 class InlineCodec:
     """Encodes small all-inline execute requests of one model and decodes their replies."""
 
-    __slots__ = ("_inputs", "_outputs", "arena_outputs", "static_shapes")
+    __slots__ = ("_inputs", "_names", "_outputs", "arena_outputs", "static_shapes")
 
     def __init__(self, model: Model) -> None:
         operands = model.operands
@@ -84,6 +106,9 @@ class InlineCodec:
         self.static_shapes = tuple(o.shape if o.nbytes >= 0 else None for o in outputs)
         #: Whether some output is large enough to come back through the arena.
         self.arena_outputs = any(o.nbytes > INLINE_LIMIT for o in outputs)
+        names = tuple(operands[i].name for i in model.inputs)
+        #: The input names, when each input has a distinct one (dict inputs by name).
+        self._names = names if all(names) and len(set(names)) == len(names) else None
         inputs = []
         for i in model.inputs:
             operand = operands[i]
@@ -100,18 +125,34 @@ class InlineCodec:
             return
         self._inputs = None
 
-    def encode(self, inputs: list[Any]) -> list[list[Any]] | None:
-        """The wire tensors of ``inputs`` (a list in model input order) when each is an ndarray
-        owning its memory, of its input's exact dtype and declared shape; else None."""
+    def encode(self, inputs: Sequence[Any] | Mapping[Any, Any]) -> list[list[Any]] | None:
+        """The wire tensors of ``inputs`` (a list in model input order, or a dict by input
+        name) when each is an ndarray owning its memory, of its input's declared shape and
+        exact dtype (or in-range int64 for int32: :meth:`_Input.wire`); else None."""
         specs = self._inputs
         if specs is None or len(inputs) != len(specs):
             return None
-        tensors = []
-        for spec, value in zip(specs, inputs):  # noqa: B905 - lengths compared above
-            if (value.__class__ is not np.ndarray or value.base is not None
-                    or value.dtype is not spec.dtype or value.shape != spec.shape):
+        values: Sequence[Any]
+        if isinstance(inputs, Mapping):
+            names = self._names
+            if names is None:
                 return None
-            tensors.append([spec.name, spec.wire_shape, value.tobytes()])
+            try:
+                values = [inputs[name] for name in names]
+            except KeyError:
+                return None  # keyed by position, or a name missing: the general path
+        else:
+            values = inputs
+        tensors = []
+        for spec, value in zip(specs, values):  # noqa: B905 - lengths compared above
+            if (value.__class__ is np.ndarray and value.base is None
+                    and value.dtype is spec.dtype and value.shape == spec.shape):
+                tensors.append([spec.name, spec.wire_shape, value.tobytes()])
+                continue
+            tensor = spec.wire(value)
+            if tensor is None:
+                return None
+            tensors.append(tensor)
         return tensors
 
     def decode(self, reply: dict[str, Any]) -> list[Array]:

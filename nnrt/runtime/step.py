@@ -63,7 +63,7 @@ class Step:
         memory = core.memory
         if memory.pending:  # unmap notes of memories closed since the last request
             memory.flush()
-        if outputs is None and inputs.__class__ is list:
+        if outputs is None and (inputs.__class__ is list or inputs.__class__ is dict):
             tensors = self.codec.encode(inputs)
             if tensors is not None:  # the common small request: everything inline both ways
                 reply = await backend.execute(self.ref, tensors, None, self.priority,

@@ -81,6 +81,25 @@ async def test_bad_inputs_are_bad_data_and_do_not_hurt_workers() -> None:
         np.testing.assert_array_equal(y, EXPECTED)
 
 
+async def test_dict_inputs_by_name_run_as_by_position_and_bad_ones_name_the_input() -> None:
+    b = nnrt.ModelBuilder()
+    x_in = b.input("x", (2, 3))
+    n_in = b.input("n", (2,), "int64")  # TENSOR_INT32 inside, int64 at the boundary
+    b.output(b.add(x_in, np.ones((1, 3), np.float32)), b.add(n_in, np.ones(2, np.int32)),
+             io_dtypes=[None, "int64"])
+    model = b.build()
+    x, n = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([5, 6], np.int64)
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
+        compiled = await rt.compile(model)
+        fast = await compiled.execute({"x": x, "n": n})
+        general = await compiled.execute({0: x, 1: n})  # by position: the general path
+        for a, b in zip(fast, general, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert fast[1].dtype == np.int64 and list(fast[1]) == [6, 7]
+        with pytest.raises(nnrt.BadData, match="'n'"):
+            await compiled.execute({"x": x, "n": np.array([5, 2**40], np.int64)})
+
+
 async def test_compile_rejects_unfinished_and_unsupported_models() -> None:
     async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
         with pytest.raises(nnrt.BadState, match="not finished"):

@@ -31,13 +31,66 @@ def test_exact_arrays_take_the_fast_form() -> None:
 @pytest.mark.parametrize("inputs", [
     pytest.param([np.zeros((2, 3), np.float64)], id="another dtype"),
     pytest.param([np.zeros((3, 2), np.float32)], id="another shape"),
-    pytest.param([np.zeros((4, 3), np.float32)[:2]], id="a view"),
     pytest.param([[[0.0] * 3] * 2], id="a nested list"),
     pytest.param([], id="too few"),
     pytest.param([np.zeros((2, 3), np.float32)] * 2, id="too many"),
 ])
 def test_anything_else_takes_the_general_path(inputs: list[Any]) -> None:
     assert InlineCodec(_model()).encode(inputs) is None
+
+
+def test_a_view_of_ordinary_memory_is_sent_inline_and_one_of_shared_memory_by_reference(
+) -> None:
+    codec = InlineCodec(_model())
+    rows = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert codec.encode([rows[1:3]]) == [["float32", [2, 3], rows[1:3].tobytes()]]
+    assert codec.encode([rows[::2]]) == [["float32", [2, 3], rows[::2].tobytes()]]
+    memory = nnrt.Memory.create(4096)
+    try:
+        view = memory.ndarray(np.float32, (2, 3))
+        assert codec.encode([view]) is None  # the general path sends it by reference
+    finally:
+        memory.close()
+
+
+def _two_inputs() -> nnrt.Model:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (2, 3))
+    n = b.input("n", (2,), "int64")  # TENSOR_INT32 inside, int64 at the boundary
+    b.output(b.add(x, np.ones((1, 3), np.float32)), b.add(n, np.ones(2, np.int32)))
+    return b.build()
+
+
+def test_a_dict_by_input_name_takes_the_fast_form_in_model_order() -> None:
+    codec = InlineCodec(_two_inputs())
+    x, n = np.ones((2, 3), np.float32), np.array([7, -9], np.int32)
+    expected = [["float32", [2, 3], x.tobytes()], ["int32", [2], n.tobytes()]]
+    assert codec.encode({"n": n, "x": x}) == expected
+    assert codec.encode([x, n]) == expected
+
+
+def test_int64_for_an_int32_input_is_narrowed_when_every_value_fits() -> None:
+    codec = InlineCodec(_two_inputs())
+    x = np.ones((2, 3), np.float32)
+    tensors = codec.encode({"x": x, "n": np.array([7, -(2**31)], np.int64)})
+    assert tensors is not None
+    assert tensors[1] == ["int32", [2], np.array([7, -(2**31)], np.int32).tobytes()]
+    # out of range: the general path, which names the element (never a silent wrap)
+    assert codec.encode({"x": x, "n": np.array([7, 2**31], np.int64)}) is None
+
+
+@pytest.mark.parametrize("inputs", [
+    pytest.param({0: np.ones((2, 3), np.float32), 1: np.ones(2, np.int32)}, id="by position"),
+    pytest.param({"x": np.ones((2, 3), np.float32)}, id="a name missing"),
+    pytest.param({"x": np.ones((2, 3), np.float32), "m": np.ones(2, np.int32)},
+                 id="an unknown name"),
+    pytest.param({"x": np.ones((2, 3), np.float32), "n": np.ones(2, np.int32),
+                  "m": np.ones(2, np.int32)}, id="one too many"),
+    pytest.param({"x": np.ones((2, 3), np.float64), "n": np.ones(2, np.int32)},
+                 id="float64 for float32"),
+])
+def test_other_dicts_take_the_general_path(inputs: dict[Any, Any]) -> None:
+    assert InlineCodec(_two_inputs()).encode(inputs) is None
 
 
 def test_a_fast_form_reply_decodes_to_owned_writable_arrays() -> None:
