@@ -28,6 +28,9 @@ __all__ = ["InputBinder", "Inputs"]
 Inputs = Sequence[Any] | Mapping[str, Any] | Mapping[int, Any] | Mapping[int | str, Any]
 Array = np.ndarray[Any, Any]
 
+_INT32 = np.dtype(np.int32)
+_INT64 = np.dtype(np.int64)
+
 #: The (class, dtype, shape) of a value: an exact input is bound in one comparison of these.
 _FORM = operator.attrgetter("__class__", "dtype", "shape")
 
@@ -78,12 +81,16 @@ class _InputSlot:
 class InputBinder:
     """Checks execution inputs against a model's input operands (count, dtype, range, shape)."""
 
-    __slots__ = ("_forms", "_model", "_slots")
+    __slots__ = ("_forms", "_model", "_names", "_slots")
 
     def __init__(self, model: Model) -> None:
         self._model = model
         operands = model.operands
         self._slots = tuple(_InputSlot(p, i, operands[i]) for p, i in enumerate(model.inputs))
+        names = tuple(operands[i].name for i in model.inputs)
+        #: The input names in model order, when each input has a distinct one: a dict keyed by
+        #: exactly these is ordered in one pass.
+        self._names = names if all(names) and len(set(names)) == len(names) else None
         #: When every input has a fully static shape: per input, the (class, dtype, shape) of
         #: an array that needs no check — a list of inputs all such is bound in one comparison.
         self._forms = [(np.ndarray, slot.dtype, tuple(slot.dims)) for slot in self._slots
@@ -123,13 +130,18 @@ class InputBinder:
         else:
             ordered = list(inputs)
         if len(ordered) != len(slots):
-            raise BadData(f"expected {len(slots)} inputs{self._names()}, got {len(ordered)}")
+            raise BadData(f"expected {len(slots)} inputs{self._listed()}, got {len(ordered)}")
         checked = []
         for slot, value in zip(slots, ordered, strict=True):
             if (slot.exact and value.__class__ is np.ndarray and (
                     value.dtype is slot.dtype or value.dtype == slot.dtype)
                     and value.shape == slot.dims) or (keep is not None and isinstance(value, keep)):
                 checked.append(value)  # what coerce_value returns for it, without its checks
+            elif value.__class__ is np.ndarray and value.dtype is _INT64 and (
+                    slot.dtype is _INT32 and slot.tensor and value.ndim
+                    and dims_compatible(slot.dims, value.shape)):
+                narrowed = value.astype(_INT32)  # int64 data for an int32 input (io_dtype)
+                checked.append(narrowed if (narrowed == value).all() else slot.check(value))
             else:
                 checked.append(slot.check(value))
         return checked
@@ -141,11 +153,11 @@ class InputBinder:
             return self._order(inputs)
         ordered = list(inputs)
         if len(ordered) != len(self._slots):
-            raise BadData(f"expected {len(self._slots)} inputs{self._names()}, got "
+            raise BadData(f"expected {len(self._slots)} inputs{self._listed()}, got "
                           f"{len(ordered)}")
         return ordered
 
-    def _names(self) -> str:
+    def _listed(self) -> str:
         """`` (x, state, sr)``: the inputs' names in order, when every input has one."""
         names = [slot.operand.name or "" for slot in self._slots]
         return f" ({', '.join(names)})" if names and all(names) else ""
@@ -156,6 +168,12 @@ class InputBinder:
 
     def _order(self, inputs: Mapping[Any, Any]) -> list[Any]:
         count = len(self._slots)
+        names = self._names
+        if names is not None and len(inputs) == count:
+            try:
+                return [inputs[name] for name in names]  # keyed by exactly the names
+            except KeyError:
+                pass  # by position, or a name missing or unknown: said below
         by_position: dict[int, Any] = {}
         for key, value in inputs.items():
             position = self._model.find_input(key) if isinstance(key, str) else int(key)

@@ -139,3 +139,20 @@ def test_arrays_of_another_dtype_are_converted_only_when_no_value_changes() -> N
         binder.bind([np.array([[0, 0, 0], [0, 0, 2**24 + 1]], np.int64), y])
     with pytest.raises(nnrt.BadData, match="without changing values"):  # floats into ints: never
         InputBinder(_int_model()).bind([np.array([1.5, 2.0], np.float32)])
+
+
+def test_a_dict_by_name_binds_in_model_order_whatever_its_key_order() -> None:
+    binder = InputBinder(_two_input_model())
+    x, y = np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    bound = binder.bind({"y": y, "x": x})
+    assert bound[0] is x and bound[1] is y
+    with pytest.raises(nnrt.BadData, match="no input named 'z'"):
+        binder.bind({"x": x, "z": y})
+
+
+def test_int64_for_an_int32_input_is_narrowed_only_when_every_value_fits() -> None:
+    binder = InputBinder(_int_model())
+    (i,) = binder.bind([np.array([7, -(2**31)], np.int64)])
+    assert i.dtype == np.int32 and i.tolist() == [7, -(2**31)]
+    with pytest.raises(nnrt.BadData, match=r"^input 'i' \(input 0, .*2147483648"):
+        binder.bind([np.array([7, 2**31], np.int64)])
