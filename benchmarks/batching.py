@@ -135,6 +135,8 @@ async def _case(rt: nnrt.Runtime, case: Case, args: argparse.Namespace,
         batcher = compiled.batcher
         assert batcher is not None
         await _warm(compiled, inputs, batcher.layout.sizes, axes)
+        if args.mode != "trials":
+            batcher.fix_modes(batched=args.mode != "direct", whole=args.mode != "spread")
         before = (batcher.executions, batcher.requests)
         rate, lat = await _load(compiled, inputs, args.requests, args.concurrency)
         mean = (batcher.requests - before[1]) / max(batcher.executions - before[0], 1)
@@ -156,6 +158,9 @@ async def main() -> None:
     parser.add_argument("--max-batch", type=int, default=64)
     parser.add_argument("--max-delay", type=float, default=0.002)
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--mode", choices=("trials", "whole", "spread", "direct"),
+                        default="trials", help="how batched requests are served: decided by "
+                        "trials (the default), or pinned")
     args = parser.parse_args()
     settings = [(args.max_batch, args.max_delay)]
     if args.sweep:

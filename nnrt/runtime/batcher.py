@@ -37,7 +37,7 @@ from nnrt.errors import BadData, BadState, DeadlineMissed, NnrtError, OpFailed
 from nnrt.model.binding import InputBinder
 from nnrt.runtime.backends.channel import running_asyncio
 from nnrt.runtime.inline import INLINE_LIMIT
-from nnrt.runtime.spreading import Spreading
+from nnrt.runtime.trials import ModeTrials
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
@@ -111,8 +111,13 @@ class Batcher:
         self._running = 0
         #: Running estimate of a batched execution's seconds (deadline-aware dispatch).
         self._estimate = 0.0
-        #: Whether a due batch goes whole to one worker or spread over the free ones.
-        self._spread = Spreading()
+        #: Whether requests are batched or sent straight to a worker each (direct), and while
+        #: batched, whether a due batch goes whole to one worker or spread over the free ones:
+        #: both decided by trials (:mod:`nnrt.runtime.trials`).
+        self._batched = ModeTrials(window_executions=2, window_rows=2 * layout.max_batch)
+        self._whole = ModeTrials()
+        #: Requests sent straight to a worker (direct mode).
+        self.direct = 0
         self.closed = False
         #: Batched executions sent, and the requests they carried (``requests / executions``
         #: is the mean batch).
@@ -164,6 +169,8 @@ class Batcher:
         (``origin``: who sent it, counted in :attr:`mixed`)."""
         if self.closed:
             raise BadState("this compiled model was released")
+        if not self._batched.first:  # the trials found batching serves less: straight on
+            return await self._direct(bound, rows, timeout, copy)
         deadline = None if timeout is None else time.monotonic() + timeout
         request = _Request(bound, rows, key, deadline, urgent, copy, next(self._order),
                            self._event, origin)
@@ -190,6 +197,42 @@ class Batcher:
             raise BadState("a batched execute ended without a result")
         return request.result
 
+    def fix_modes(self, *, batched: bool | None = None, whole: bool | None = None) -> None:
+        """Pin how requests are served instead of deciding by trials (for benchmarks and
+        callers who want a mode that never changes): ``batched`` False sends each request
+        straight to a worker, ``whole`` False spreads a due batch over the free workers; None
+        goes back to trials."""
+        self._batched.fix(batched)
+        self._whole.fix(whole)
+
+    @property
+    def batching(self) -> bool:
+        """Whether requests are batched now (else sent straight to a worker each)."""
+        return self._batched.first
+
+    async def _direct(self, bound: list[Array], rows: int, timeout: float | None,
+                      copy: bool) -> list[Array]:
+        """Run a request alone at once, as an unbatched model would (direct mode)."""
+        started = time.monotonic()
+        result = await self._run(bound, timeout, copy)
+        now = time.monotonic()
+        self.direct += 1
+        self._completed(rows, now)
+        if self._on_execution is not None:
+            self._on_execution(rows, [0.0], now - started)
+        return result
+
+    def _completed(self, rows: int, now: float) -> None:
+        """Feed the trials an execution of ``rows`` rows completed at ``now``."""
+        batched = self._batched.first
+        self._batched.executed(rows, now)
+        if not batched:
+            return
+        if self._batched.first:
+            self._whole.executed(rows, now)
+        else:  # direct from now on (for a trial or for good): whole-or-spread pauses
+            self._whole.pause()
+
     # -- the dispatcher ------------------------------------------------------------------------
 
     async def serve(self) -> None:
@@ -206,7 +249,7 @@ class Batcher:
                         continue
                     # what is due now: one batch, or spread evenly over the free execution
                     # slots (workers) while the trials find that serves more
-                    free = 1 if self._spread.whole else max(
+                    free = 1 if self._whole.first else max(
                         self._in_flight_limit - self._running, 1)
                     cap = self._share(free)
                     for _ in range(free):
@@ -326,7 +369,7 @@ class Batcher:
         self._free(regions)
         seconds = time.monotonic() - started
         self._estimate += _EWMA * (seconds - self._estimate)
-        self._spread.executed(rows, time.monotonic())
+        self._completed(rows, time.monotonic())
         self.executions += 1
         self.requests += len(batch)
         if len({r.origin for r in batch}) > 1:

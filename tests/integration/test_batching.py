@@ -97,6 +97,36 @@ async def test_batched_results_equal_unbatched_ones_bit_for_bit(driver: str) -> 
 
 
 @pytest.mark.anyio
+async def test_direct_mode_sends_each_request_alone_with_the_same_results() -> None:
+    """Where trials find batching serves less (a compute-bound model), requests go straight to
+    a worker each, as unbatched ones do: pinned here, the mode the trials would switch to."""
+    requests = [[RNG.standard_normal((1 + k % 3, 8)).astype(np.float32)] for k in range(12)]
+    async with nnrt.Runtime(drivers=["reference"]) as rt:
+        plain = await rt.compile(mlp())
+        expected = [await plain.execute(r) for r in requests]
+        batched = await rt.compile(mlp(), batching=nnrt.Batching(max_batch=16, max_delay=0.05))
+        batcher = batched.batcher
+        assert batcher is not None and batcher.batching  # batched until trials say otherwise
+        batcher.fix_modes(batched=False)
+        assert not batcher.batching
+        started = time.monotonic()
+        results = await _gather(batched, requests)
+        assert time.monotonic() - started < 0.05 * 3  # nobody waited out max_delay
+        assert batcher.direct == 12 and batcher.executions == 0
+        for got, want in zip(results, expected, strict=True):
+            np.testing.assert_array_equal(got[0], want[0])
+        stats = batched.metrics.snapshot()
+        assert stats.requests == 12 and stats.batch_size.count == 12  # batches of one request
+        assert stats.batch_size.sum == sum(len(r[0]) for r in requests)
+        (bad,) = await _gather(batched, [[np.ones((2, 7), np.float32)]])
+        assert isinstance(bad, nnrt.BadData)  # checked as before: the wrong shape, alone
+        batcher.fix_modes(batched=True)
+        assert batcher.batching
+        await _gather(batched, requests)
+        assert batcher.executions >= 1
+
+
+@pytest.mark.anyio
 async def test_per_input_batch_axes_and_shared_inputs() -> None:
     layout = nnrt.Batching(max_batch=8, max_delay=0.05,
                            dims={"state": 1, "state_out": 1, "scale": None})

@@ -1,0 +1,99 @@
+"""Which of two ways a batcher serves a model serves more: decided by trying.
+
+A batcher (:mod:`nnrt.runtime.batcher`) makes two such decisions:
+
+* **batched or direct**: merging requests pays where a batch is cheaper per row than single
+  executions (a model mostly reading its weights, a light one dominated by the per-request
+  overhead). A compute-bound model costs the same per row in any batch, and there the
+  batcher's waits, merges and splits only lose against sending each request straight to a
+  free worker as an unbatched model would (magika: 0.4-0.9x of unbatched throughput batched).
+  Direct mode restores unbatched throughput: "never slower" than without ``batching=``.
+* **whole or spread** (while batched): spreading the requests that are due over every free
+  worker (two half batches at once on two workers) serves a compute-bound model more than one
+  whole batch; for others it is the wrong call: a model whose cost is mostly reading its
+  weights (an MLP) reads them twice, and a light one (silero VAD) leaves the client, which
+  binds, merges and splits every request, less CPU than it needs. Measured here
+  (docs/benchmarks.md): a transformer block 0.7x of unbatched throughput whole and 1.3x
+  spread, magika 0.5x and 0.9x; silero VAD 1.5x whole and 1.1x spread, a 32 MiB MLP 3.4x and
+  2.8x.
+
+No per-model figure known before running tells these apart, so the batcher measures, as the
+worker pools do for packing (:class:`~nnrt.runtime.backends.steering.Steering`, whose
+decision rule it reuses): rows completed per second over windows of executions, now and then
+one window in the other mode, a switch after two clear wins.
+"""
+
+from __future__ import annotations
+
+from nnrt.runtime.backends.steering import Steering
+
+__all__ = ["WINDOW_EXECUTIONS", "ModeTrials"]
+
+#: Executions per measurement window (the whole-or-spread decision's).
+WINDOW_EXECUTIONS = 8
+
+
+class ModeTrials:
+    """One two-way decision of a batcher: :attr:`first` (the default mode) or the other,
+    fed each execution's rows as it completes (:meth:`executed`).
+
+    A window ends after ``window_executions`` executions that completed ``window_rows`` rows
+    or more (the batched-or-direct decision counts single requests against whole batches, so
+    its windows are measured in rows).
+    """
+
+    __slots__ = ("_min_rows", "_min_runs", "_phase", "_rates", "_rows", "_runs", "_started",
+                 "first", "steering")
+
+    def __init__(self, *, window_executions: int = WINDOW_EXECUTIONS,
+                 window_rows: int = 0) -> None:
+        #: Trials and their outcomes; its ``packing`` is :attr:`first` outside trials.
+        self.steering = Steering(packing=True)
+        #: Whether the next executions use the first mode (else the other one).
+        self.first = True
+        self._min_runs = window_executions
+        self._min_rows = window_rows
+        self._phase = "window"  # "window", then around a trial "trial" and "after"
+        self._rates: list[float] = []
+        self._rows = 0
+        self._runs = 0
+        self._started: float | None = None
+
+    def fix(self, first: bool | None) -> None:
+        """Use the first mode (True) or the other (False) from now on without trials, or
+        (None) go back to deciding by trials."""
+        self.steering.fix(first)
+        self.first = self.steering.packing
+        self._phase = "window"
+        self.pause()
+
+    def pause(self) -> None:
+        """Drop the window in progress (its executions stopped for a while): the next
+        execution starts a new one."""
+        self._rows = self._runs = 0
+        self._started = None
+
+    def executed(self, rows: int, now: float) -> None:
+        """One execution of ``rows`` rows completed at ``now`` (monotonic seconds)."""
+        if self._started is None:
+            self._started = now  # the first window starts with traffic
+            return
+        self._rows += rows
+        self._runs += 1
+        if self._runs < self._min_runs or self._rows < self._min_rows:
+            return
+        rate = self._rows / max(now - self._started, 1e-9)
+        self._rows = self._runs = 0
+        self._started = now
+        steering = self.steering
+        if self._phase == "window":
+            if steering.trial_due(now):
+                self._rates = [rate]
+                self._phase, self.first = "trial", not steering.packing
+        elif self._phase == "trial":
+            self._rates.append(rate)
+            self._phase, self.first = "after", steering.packing
+        else:
+            before, trial = self._rates
+            steering.decide(before, trial, rate, now)
+            self._phase, self.first = "window", steering.packing
