@@ -72,3 +72,17 @@ def test_a_convolution_pad_stays_a_plain_pad() -> None:
     value = RNG.standard_normal((2, 16, 16, 8)).astype(np.float32)
     np.testing.assert_allclose(_run(model, value), nnrt.reference.run(model, [value])[0],
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("dtype", "zero_point"), [("uint8", 128), ("int8", 3)])
+def test_a_quantised_max_pool_pad_is_written_on_rows_with_the_zero_point(
+        dtype: str, zero_point: int) -> None:
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (2, 8, 8, 5), dtype, scale=0.1, zero_point=zero_point)
+    b.output(b.operation(Op.MAX_POOL_2D, b.relu(x), 1, 1, 1, 1, 2, 2, 3, 3, 0)[0])
+    model = b.build()
+    names = [name for name, _ in _operators(model)]
+    assert names[names.index("PAD") - 1:] == ["RESHAPE", "PAD", "RESHAPE", "MAX_POOL_2D"]
+    info = np.iinfo(dtype)
+    value = RNG.integers(info.min, info.max + 1, (2, 8, 8, 5)).astype(dtype)
+    np.testing.assert_array_equal(_run(model, value), nnrt.reference.run(model, [value])[0])
