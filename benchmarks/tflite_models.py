@@ -10,10 +10,14 @@ nnrt: ``nnrt.tflite.load`` -> ``rt.compile(model)`` on a runtime at its defaults
 ``compiled.execute`` timed end to end from the caller (``perf_counter_ns``), after a warm-up
 that lets the cpu driver's stage-2 autotuning finish. LiteRT: ``Interpreter`` at its default
 (the XNNPACK delegate) with ``num_threads=1`` in the same process, ``set_tensor`` / ``invoke`` /
-``get_tensor`` timed the same way. The error column is nnrt's largest output error against
-LiteRT's reference kernels (``BUILTIN_REF``; XNNPACK for the selfie models), relative to each
-output's scale. Reports medians; before ``nnrt.tflite`` exists the nnrt columns say
-"nnrt.tflite missing". Target: nnrt <= 1.2 x LiteRT (+ one round trip under 1 ms).
+``get_tensor`` timed the same way, on the original file and on the flatbuffer nnrt's litert
+driver writes for the imported model (when it is one litert partition): the difference between
+that column and nnrt's is the runtime's cost, between it and LiteRT's the compiler's. The three
+are timed in turns, :data:`BLOCK` calls each (a shared machine's slow spells then fall on all
+three alike; LiteRT alone, when nnrt cannot compile the model). The error column is nnrt's
+largest output error against LiteRT's reference kernels (``BUILTIN_REF``; XNNPACK for the selfie
+models), relative to each output's scale. Reports medians; before ``nnrt.tflite`` exists the
+nnrt columns say "nnrt.tflite missing". Target: nnrt <= 1.2 x LiteRT (+ one round trip under 1 ms).
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,9 +45,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from litert_oracle import CORPUS, corpus_modules, inputs_for, litert_run, scaled_error  # noqa: E402
-from timing import litert_runner, median_execute_ms, median_ms, round_trip_ms  # noqa: E402
+from timing import litert_runner, median_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
+#: Calls per block of the timing: nnrt's executes, then LiteRT's on the original file, then on
+#: nnrt's flatbuffer, block after block, so that a shared machine's slow spells fall on all
+#: three alike (back to back within a block, as a worker's poll window expects).
+BLOCK = 10
 #: Executions before timing (the cpu driver starts optimising after 32) and the seconds then
 #: given to its background stage-2 autotuning.
 WARM_EXECUTIONS = 40
@@ -57,20 +68,58 @@ def _nnrt_tflite() -> ModuleType | None:
     return nnrt.tflite
 
 
-def _litert_ms(path: Path, feeds: dict[str, Array], runs: int) -> float | None:
-    """LiteRT's default (XNNPACK) on one thread; None when it cannot run the model."""
+def _original(path: Path, feeds: dict[str, Array]) -> Callable[[], Any] | None:
+    """One LiteRT inference on the original file (XNNPACK, one thread); None when LiteRT
+    cannot run it."""
     try:
         interpreter = Interpreter(model_path=str(path), num_threads=1)
         interpreter.allocate_tensors()
     except RuntimeError:
         return None
-    values = [feeds[d["name"]] for d in interpreter.get_input_details()]
-    return median_ms(litert_runner(interpreter, values), runs)
+    return litert_runner(interpreter, [feeds[d["name"]] for d in interpreter.get_input_details()])
 
 
-async def _nnrt(tflite: ModuleType, path: Path, feeds: dict[str, Array], runs: int,
-                rt: nnrt.Runtime) -> tuple[float, list[Array], str]:
-    model = tflite.load(path)
+def _regenerated(model: nnrt.Model, feeds: dict[str, Array]) -> Callable[[], Any] | None:
+    """One LiteRT inference, the same way, on the flatbuffer nnrt's litert driver writes for
+    the imported model; None when it is not one litert partition."""
+    from nnrt.drivers.litert import LitertDriver  # noqa: PLC0415 - optional
+    from nnrt.drivers.litert.flatbuffer import write_partition  # noqa: PLC0415
+
+    if LitertDriver().support(model).reasons:
+        return None
+    interpreter = Interpreter(model_content=write_partition(model), num_threads=1)
+    interpreter.allocate_tensors()
+    names = [model.operands[k].name for k in model.inputs]
+    return litert_runner(interpreter, [feeds[name] for name in names])
+
+
+async def _interleaved(compiled: nnrt.CompiledModel, feeds: dict[str, Array],
+                       runners: dict[str, Callable[[], Any] | None],
+                       runs: int) -> dict[str, float | None]:
+    """Medians (ms) of ``runs`` timed executes of ``compiled`` and calls of each runner, in
+    blocks of :data:`BLOCK`; None for an absent runner."""
+    present = {key: run for key, run in runners.items() if run is not None}
+    times: dict[str, list[int]] = {"nnrt": [], **{key: [] for key in present}}
+    for run in present.values():
+        for _ in range(BLOCK):
+            run()
+    for _ in range(max(1, runs // BLOCK)):
+        for _ in range(BLOCK):
+            start = time.perf_counter_ns()
+            await compiled.execute(feeds)
+            times["nnrt"].append(time.perf_counter_ns() - start)
+        for key, run in present.items():
+            for _ in range(BLOCK):
+                start = time.perf_counter_ns()
+                run()
+                times[key].append(time.perf_counter_ns() - start)
+    medians: dict[str, float | None] = dict.fromkeys(runners)
+    medians.update({key: statistics.median(t) / 1e6 for key, t in times.items()})
+    return medians
+
+
+async def _nnrt(model: nnrt.Model, path: Path, feeds: dict[str, Array], runs: int,
+                rt: nnrt.Runtime) -> tuple[dict[str, float | None], list[Array], str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a PartitionWarning is part of what we measure
         compiled = await rt.compile(model)
@@ -79,9 +128,14 @@ async def _nnrt(tflite: ModuleType, path: Path, feeds: dict[str, Array], runs: i
     for _ in range(WARM_EXECUTIONS):
         await compiled.execute(feeds)
     await anyio.sleep(STAGE2_SECONDS)
-    median = await median_execute_ms(compiled, feeds, runs)
+    runners = {"original": _original(path, feeds), "regenerated": _regenerated(model, feeds)}
+    medians = await _interleaved(compiled, feeds, runners, runs)
     await compiled.release()
-    return median, [np.asarray(o) for o in outputs], placement
+    return medians, [np.asarray(o) for o in outputs], placement
+
+
+def _ms(value: float | None, absent: str = "-") -> str:
+    return absent if value is None else f"{value:.3f}"
 
 
 async def _row(name: str, modules: Path, tflite: ModuleType | None, runs: int,
@@ -89,25 +143,28 @@ async def _row(name: str, modules: Path, tflite: ModuleType | None, runs: int,
     info = CORPUS[name]
     path = modules / info.file
     feeds = inputs_for(path)
-    lite = _litert_ms(path, feeds, runs)
-    lite_cell = "cannot run" if lite is None else f"{lite:.3f}"
     size = f"{path.stat().st_size / 1e6:.2f}"
+    original = _original(path, feeds)
+    alone = "cannot run" if original is None else _ms(median_ms(original, runs))
     if tflite is None or rt is None:
-        return f"| {name} | {size} | nnrt.tflite missing | {lite_cell} | - | - | - | - |"
+        return f"| {name} | {size} | nnrt.tflite missing | {alone} | - | - | - | - | - |"
     try:
-        ours, got, placement = await _nnrt(tflite, path, feeds, runs, rt)
+        model = tflite.load(path)
+        times, got, placement = await _nnrt(model, path, feeds, runs, rt)
     except nnrt.NnrtError as exc:
-        return f"| {name} | {size} | {type(exc).__name__}: {str(exc)[:80]} | {lite_cell} " \
-               "| - | - | - | - |"
+        why = str(exc).splitlines()[0][:80]
+        return f"| {name} | {size} | {type(exc).__name__}: {why} | {alone} | - | - | - | - | - |"
+    ours, lite = times["nnrt"], times["original"]
+    cells = f"{_ms(ours)} | {_ms(lite, 'cannot run')} | {_ms(times['regenerated'])}"
     error = "-"
     if info.oracle is not None:
         want = litert_run(path, feeds, info.oracle)
         error = f"{max(scaled_error(g, w) for g, w in zip(got, want, strict=True)):.1e}"
-    if lite is None:
-        return f"| {name} | {size} | {ours:.3f} | {lite_cell} | - | - | {error} | {placement} |"
+    if ours is None or lite is None:
+        return f"| {name} | {size} | {cells} | - | - | {error} | {placement} |"
     target = 1.2 * lite + (trip if lite < 1.0 else 0.0)
     print(f"# {name}: nnrt {ours:.3f} ms, LiteRT {lite:.3f} ms [{placement}]", file=sys.stderr)
-    return f"| {name} | {size} | {ours:.3f} | {lite:.3f} | {ours / lite:.2f}x | " \
+    return f"| {name} | {size} | {cells} | {ours / lite:.2f}x | " \
            f"{'yes' if ours <= target else 'no'} (<= {target:.3f}) | {error} | {placement} |"
 
 
@@ -126,9 +183,10 @@ async def main() -> None:
         print(f"# round trip (1x4 ADD, reference driver): {trip:.3f} ms", file=sys.stderr)
         for name in args.models.split(","):
             rows.append(await _row(name, modules, tflite, args.runs, rt, trip))
-    print("| model | MB | nnrt defaults (ms) | LiteRT XNNPACK 1 thread (ms) | nnrt / LiteRT | "
-          "target met | error vs LiteRT reference | steps (driver:ops) |")
-    print("|---|---:|---:|---:|---:|---|---:|---|")
+    print("| model | MB | nnrt defaults (ms) | LiteRT XNNPACK 1 thread (ms) | LiteRT on nnrt's "
+          "flatbuffer (ms) | nnrt / LiteRT | target met | error vs LiteRT reference | steps "
+          "(driver:ops) |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---|")
     print("\n".join(rows))
     print(f"\nRound trip (1x4 ADD on the reference driver, same runtime): {trip:.3f} ms. "
           "Target: nnrt <= 1.2 x LiteRT (+ one round trip when LiteRT is under 1 ms).")

@@ -18,7 +18,7 @@ __all__ = ["FORMAT", "LITERT_VERSION", "LitertDriver", "LitertPlugin"]
 
 #: The layout of the bytecode this compiler writes (a TFLite flatbuffer per partition); bumped
 #: when what it writes changes, so caches and ``.nnrt`` files of older compilers are refused.
-FORMAT = 3
+FORMAT = 4
 #: The installed LiteRT: part of the driver version, so its caches follow LiteRT updates.
 LITERT_VERSION = metadata.version("ai-edge-litert")
 

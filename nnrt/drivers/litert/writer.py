@@ -82,6 +82,8 @@ class Writer:
         self.codes: dict[int, int] = {}
         self.operators: list[Any] = []
         self._tensor_of: dict[int, int] = {}
+        #: Operands computed in the model but written as constants: their values.
+        self._bound: dict[int, Array] = {}
         #: Tensors computed from TENSOR_FLOAT16 operands -> their copies rounded to float16.
         self._float16: dict[int, int] = {}
         #: Operands held in NHWC order (rank-4 tensors of an NCHW region): their tensors.
@@ -230,9 +232,15 @@ class Writer:
         """Operand ``index`` (computed in the model) written as a constant holding ``value``,
         already converted to its form (:meth:`form`)."""
         kind, dtype, quantization = self.form(index)
+        value = self._bound[index] = np.ascontiguousarray(value, dtype)
         self._tensor_of[index] = self._add(f"operand_{index}", self.model.inferred_dims[index],
-                                           kind, np.ascontiguousarray(value, dtype),
-                                           quantization)
+                                           kind, value, quantization)
+
+    def constant_of(self, index: int) -> Array | None:
+        """The value of operand ``index`` if it is a constant of the model or was written as
+        one (:meth:`bind_constant`), in its written form; None otherwise."""
+        found = self._bound.get(index)
+        return found if found is not None else self.value(index)
 
     def cast(self, source: int, kind: int) -> int:
         """A new tensor of TFLite type ``kind`` holding tensor ``source`` converted by a CAST."""

@@ -165,7 +165,9 @@ def test_an_nchw_decoder_stays_in_nhwc_through_resizes_and_transposed_convolutio
     assert ops.count("TRANSPOSE") == 2  # the input in, the output out
     assert ops.count("HARD_SWISH") == 1 and ops.count("RESIZE_NEAREST_NEIGHBOR") == 3
     assert ops.count("MAXIMUM") == ops.count("MINIMUM") == 1  # the HardSigmoid's only
-    assert ops[ops.index("TRANSPOSE_CONV") + 1] == "MUL"  # bias and batch norm folded, relu fused
+    # the transposed convolution (2x2 at stride 2: a 1x1 CONV_2D and a DEPTH_TO_SPACE) with its
+    # bias and batch norm folded, its relu fused
+    assert ops[ops.index("DEPTH_TO_SPACE") + 1] == "MUL"
     x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32) * 3
     got = LitertDriver().prepare(model).execute([x]).outputs[0]
     np.testing.assert_allclose(got, nnrt.reference.run(model, [x])[0], **MODEL_TOL)
