@@ -37,7 +37,7 @@ from nnrt.errors import BadData, BadState, DeadlineMissed, NnrtError, OpFailed
 from nnrt.model.binding import InputBinder
 from nnrt.runtime.backends.channel import running_asyncio
 from nnrt.runtime.inline import INLINE_LIMIT
-from nnrt.runtime.trials import ModeTrials
+from nnrt.runtime.trials import BATCHED_AT, DIRECT_AT, BatchCosts, ModeTrials
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
@@ -118,6 +118,12 @@ class Batcher:
         self._whole = ModeTrials()
         #: Requests sent straight to a worker (direct mode).
         self.direct = 0
+        #: The fastest execution per size, and what it says of batched or direct (True,
+        #: False, None: trials decide); whether the caller pinned that decision.
+        self._costs = BatchCosts()
+        self._verdict: bool | None = True  # batched until executions tell otherwise
+        self._batched.fix(True)
+        self._pinned = False
         self.closed = False
         #: Batched executions sent, and the requests they carried (``requests / executions``
         #: is the mean batch).
@@ -202,7 +208,8 @@ class Batcher:
         callers who want a mode that never changes): ``batched`` False sends each request
         straight to a worker, ``whole`` False spreads a due batch over the free workers; None
         goes back to trials."""
-        self._batched.fix(batched)
+        self._pinned = batched is not None
+        self._batched.fix(batched if self._pinned else self._verdict)
         self._whole.fix(whole)
 
     @property
@@ -217,6 +224,7 @@ class Batcher:
         result = await self._run(bound, timeout, copy)
         now = time.monotonic()
         self.direct += 1
+        self._costs.record(rows, now - started)
         self._completed(rows, now)
         if self._on_execution is not None:
             self._on_execution(rows, [0.0], now - started)
@@ -224,6 +232,13 @@ class Batcher:
 
     def _completed(self, rows: int, now: float) -> None:
         """Feed the trials an execution of ``rows`` rows completed at ``now``."""
+        if not self._pinned:
+            ratio = self._costs.ratio()
+            verdict = (True if ratio is None else None if BATCHED_AT < ratio < DIRECT_AT
+                       else ratio <= BATCHED_AT)
+            if verdict != self._verdict:
+                self._verdict = verdict
+                self._batched.fix(verdict)  # None: back to trials
         batched = self._batched.first
         self._batched.executed(rows, now)
         if not batched:
@@ -369,6 +384,7 @@ class Batcher:
         self._free(regions)
         seconds = time.monotonic() - started
         self._estimate += _EWMA * (seconds - self._estimate)
+        self._costs.record(size, seconds)
         self._completed(rows, time.monotonic())
         self.executions += 1
         self.requests += len(batch)

@@ -20,17 +20,30 @@ A batcher (:mod:`nnrt.runtime.batcher`) makes two such decisions:
 No per-model figure known before running tells these apart, so the batcher measures, as the
 worker pools do for packing (:class:`~nnrt.runtime.backends.steering.Steering`, whose
 decision rule it reuses): rows completed per second over windows of executions, now and then
-one window in the other mode, a switch after two clear wins.
+one window in the other mode, a switch after two clear wins. A trial of direct mode costs a
+window of slow requests where batching pays (a 32 MiB MLP: 3x slower, its p99 latency ten
+times longer in a short run), so that decision first asks :class:`BatchCosts`: once
+executions of sizes at least four times apart have been timed, a per-row cost that does not
+fall with the batch size settles it for direct mode, one that falls clearly for batching;
+only the cases in between are tried.
 """
 
 from __future__ import annotations
 
 from nnrt.runtime.backends.steering import Steering
 
-__all__ = ["WINDOW_EXECUTIONS", "ModeTrials"]
+__all__ = ["BATCHED_AT", "DIRECT_AT", "WINDOW_EXECUTIONS", "BatchCosts", "ModeTrials"]
 
 #: Executions per measurement window (the whole-or-spread decision's).
 WINDOW_EXECUTIONS = 8
+#: :meth:`BatchCosts.ratio` at or above which batching saves nothing: direct, without trials
+#: (measured: magika 1.1-2.3, its rows cost more in large batches).
+DIRECT_AT = 0.9
+#: :meth:`BatchCosts.ratio` at or below which batching clearly pays: batched, without trials
+#: of direct mode (measured: a 32 MiB MLP 0.3, silero VAD 0.25).
+BATCHED_AT = 0.6
+#: Execution sizes :class:`BatchCosts` keeps (a batch's sizes are few: its preferred ones).
+_MAX_SIZES = 4096
 
 
 class ModeTrials:
@@ -97,3 +110,41 @@ class ModeTrials:
             before, trial = self._rates
             steering.decide(before, trial, rate, now)
             self._phase, self.first = "window", steering.packing
+
+
+class BatchCosts:
+    """The fastest time seen per execution size (rows, padded), from which
+    :meth:`ratio` tells whether a row costs less in a larger batch.
+
+    The first execution of a size is not counted (for a model prepared per input shape it
+    includes the prepare), and the fastest of the others, not their mean: any may have waited
+    behind other work on its worker; the fastest is the closest to the execution's own cost.
+    """
+
+    __slots__ = ("_fastest", "_seen")
+
+    def __init__(self) -> None:
+        self._fastest: dict[int, float] = {}
+        self._seen: set[int] = set()
+
+    def record(self, rows: int, seconds: float) -> None:
+        """An execution of ``rows`` rows took ``seconds`` (dispatch to results)."""
+        if rows >= 1 and seconds > 0:
+            if rows not in self._seen:
+                if len(self._seen) < _MAX_SIZES:
+                    self._seen.add(rows)
+                return
+            best = self._fastest.get(rows)
+            if best is None or seconds < best:
+                self._fastest[rows] = seconds
+
+    def ratio(self) -> float | None:
+        """The per-row cost of the largest size seen over that of the smallest, when the two
+        are at least four times apart (else None: not known yet). About 1: a row costs the
+        same in any batch (batching saves nothing); well below 1: batching pays."""
+        if len(self._fastest) < 2:
+            return None
+        small, large = min(self._fastest), max(self._fastest)
+        if large < 4 * small:
+            return None
+        return (self._fastest[large] / large) / (self._fastest[small] / small)

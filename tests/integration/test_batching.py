@@ -126,6 +126,41 @@ async def test_direct_mode_sends_each_request_alone_with_the_same_results() -> N
         assert batcher.executions >= 1
 
 
+def conv_rows() -> nnrt.Model:
+    """Three 3x3 convolutions of 64x64x16 images: an image costs as much in a batch as alone
+    (compute-bound, as magika is; 20-70 ms each on the reference driver)."""
+    b = nnrt.ModelBuilder()
+    y = b.input("x", (0, 64, 64, 16))
+    for _ in range(3):
+        y = b.conv2d(y, (RNG.standard_normal((16, 3, 3, 16)) * 0.1).astype(np.float32),
+                     np.zeros(16, np.float32), padding="same", activation="relu")
+    b.output(y, names=["y"])
+    return b.build()
+
+
+@pytest.mark.anyio
+async def test_batching_that_saves_nothing_turns_direct_and_batching_that_pays_stays() -> None:
+    """The batcher times executions of sizes four or more apart: a model whose row costs as
+    much in a batch of 8 as alone is served direct from then on, a model dominated by its
+    per-request cost stays batched (neither is tried the other way)."""
+    model = conv_rows()
+    images = [RNG.standard_normal((1, 64, 64, 16)).astype(np.float32) for _ in range(4)]
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
+        expected = await (await rt.compile(model)).execute([images[2]])
+        heavy = await rt.compile(model, batching=nnrt.Batching(max_batch=8))
+        light = await rt.compile(mlp(), batching=nnrt.Batching(max_batch=8))
+        for compiled, shape in ((heavy, (64, 64, 16)), (light, (8,))):
+            for rows in (1, 8, 1, 8, 1, 8):  # one request of 8 rows is a batch of 8
+                await compiled.execute([np.ones((rows, *shape), np.float32)])
+        assert heavy.batcher is not None and light.batcher is not None
+        assert not heavy.batcher.batching and light.batcher.batching
+        assert light.batcher.direct == 0
+        before = heavy.batcher.direct
+        results = await _gather(heavy, [[image] for image in images])
+        assert heavy.batcher.direct == before + 4
+        np.testing.assert_array_equal(results[2][0], expected[0])
+
+
 @pytest.mark.anyio
 async def test_per_input_batch_axes_and_shared_inputs() -> None:
     layout = nnrt.Batching(max_batch=8, max_delay=0.05,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nnrt.runtime.trials import WINDOW_EXECUTIONS, ModeTrials
+from nnrt.runtime.trials import BATCHED_AT, DIRECT_AT, WINDOW_EXECUTIONS, BatchCosts, ModeTrials
 
 
 def _window(spreading: ModeTrials, rows: int, seconds: float, now: float) -> float:
@@ -61,3 +61,25 @@ def test_a_paused_window_does_not_count_the_pause() -> None:
     trials.executed(10, 101.0)
     trials.executed(10, 102.0)
     assert trials.steering.trials == 0 and not trials.first  # a trial began at 10 rows/s
+
+
+def test_batch_costs_compare_a_row_in_the_largest_and_the_smallest_batch() -> None:
+    costs = BatchCosts()
+    assert costs.ratio() is None
+    for rows, seconds in ((1, 0.5), (1, 0.010), (2, 0.5), (2, 0.020)):  # first: a prepare
+        costs.record(rows, seconds)
+    assert costs.ratio() is None  # sizes less than four times apart tell nothing yet
+    costs.record(8, 0.001)  # a first execution of its size: not counted
+    assert costs.ratio() is None
+    costs.record(8, 0.200)  # waited behind other work
+    costs.record(8, 0.080)  # the fastest counts
+    ratio = costs.ratio()
+    assert ratio is not None and abs(ratio - 1.0) < 1e-9 and ratio >= DIRECT_AT
+    weights = BatchCosts()  # reading the weights dominates: a batch reads them once
+    for rows, seconds in ((1, 0.3), (1, 0.001), (64, 0.3), (64, 0.021)):
+        weights.record(rows, seconds)
+    ratio = weights.ratio()
+    assert ratio is not None and ratio <= BATCHED_AT
+    weights.record(0, 0.5)  # no rows, no time: ignored
+    weights.record(4, -1.0)
+    assert weights.ratio() == ratio
