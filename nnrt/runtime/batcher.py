@@ -124,6 +124,8 @@ class Batcher:
         self._verdict: bool | None = True  # batched until executions tell otherwise
         self._batched.fix(True)
         self._pinned = False
+        #: Whether a request runs alone to time a small execution (:meth:`_probe_due`).
+        self._probing = False
         self.closed = False
         #: Batched executions sent, and the requests they carried (``requests / executions``
         #: is the mean batch).
@@ -175,8 +177,14 @@ class Batcher:
         (``origin``: who sent it, counted in :attr:`mixed`)."""
         if self.closed:
             raise BadState("this compiled model was released")
-        if not self._batched.first:  # the trials found batching serves less: straight on
+        if not self._batched.first:  # batching serves less here: straight on
             return await self._direct(bound, rows, timeout, copy)
+        if rows == 1 and self._probe_due():  # one request alone times a small execution
+            self._probing = True
+            try:
+                return await self._direct(bound, rows, timeout, copy)
+            finally:
+                self._probing = False
         deadline = None if timeout is None else time.monotonic() + timeout
         request = _Request(bound, rows, key, deadline, urgent, copy, next(self._order),
                            self._event, origin)
@@ -229,6 +237,12 @@ class Batcher:
         if self._on_execution is not None:
             self._on_execution(rows, [0.0], now - started)
         return result
+
+    def _probe_due(self) -> bool:
+        """Whether the next single-row request should run alone, one at a time: until a
+        small execution is timed beside large ones, the costs cannot tell whether batching
+        pays (under load every batch is large)."""
+        return not self._probing and not self._pinned and self._costs.needs_small()
 
     def _completed(self, rows: int, now: float) -> None:
         """Feed the trials an execution of ``rows`` rows completed at ``now``."""

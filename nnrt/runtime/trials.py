@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from nnrt.runtime.backends.steering import Steering
 
-__all__ = ["BATCHED_AT", "DIRECT_AT", "WINDOW_EXECUTIONS", "BatchCosts", "ModeTrials"]
+__all__ = ["BATCHED_AT", "DIRECT_AT", "SAMPLES", "WINDOW_EXECUTIONS", "BatchCosts", "ModeTrials"]
 
 #: Executions per measurement window (the whole-or-spread decision's).
 WINDOW_EXECUTIONS = 8
@@ -42,6 +42,9 @@ DIRECT_AT = 0.9
 #: :meth:`BatchCosts.ratio` at or below which batching clearly pays: batched, without trials
 #: of direct mode (measured: a 32 MiB MLP 0.3, silero VAD 0.25).
 BATCHED_AT = 0.6
+#: Executions of a size, past its first, whose fastest :class:`BatchCosts` trusts (one slow
+#: execution alone must not settle the decision: it is not tried again).
+SAMPLES = 3
 #: Execution sizes :class:`BatchCosts` keeps (a batch's sizes are few: its preferred ones).
 _MAX_SIZES = 4096
 
@@ -118,33 +121,47 @@ class BatchCosts:
 
     The first execution of a size is not counted (for a model prepared per input shape it
     includes the prepare), and the fastest of the others, not their mean: any may have waited
-    behind other work on its worker; the fastest is the closest to the execution's own cost.
+    behind other work on its worker; the fastest is the closest to the execution's own cost. A
+    size counts once :data:`SAMPLES` executions past its first were timed.
     """
 
-    __slots__ = ("_fastest", "_seen")
+    __slots__ = ("_counts", "_fastest")
 
     def __init__(self) -> None:
         self._fastest: dict[int, float] = {}
-        self._seen: set[int] = set()
+        #: Executions per size so far (the first one included).
+        self._counts: dict[int, int] = {}
 
     def record(self, rows: int, seconds: float) -> None:
         """An execution of ``rows`` rows took ``seconds`` (dispatch to results)."""
-        if rows >= 1 and seconds > 0:
-            if rows not in self._seen:
-                if len(self._seen) < _MAX_SIZES:
-                    self._seen.add(rows)
-                return
-            best = self._fastest.get(rows)
-            if best is None or seconds < best:
-                self._fastest[rows] = seconds
+        if rows < 1 or seconds <= 0:
+            return
+        count = self._counts.get(rows, 0)
+        if count == 0 and len(self._counts) >= _MAX_SIZES:
+            return
+        self._counts[rows] = count + 1
+        if count == 0:
+            return  # a first execution: perhaps its prepare inside
+        best = self._fastest.get(rows)
+        if best is None or seconds < best:
+            self._fastest[rows] = seconds
+
+    def _timed(self) -> list[int]:
+        """The sizes timed often enough to trust their fastest time, in increasing order."""
+        return sorted(r for r, n in self._counts.items() if n > SAMPLES)
+
+    def needs_small(self) -> bool:
+        """Whether small executions (one row) would make :meth:`ratio` known: a size of 4 or
+        more is timed, none a quarter of it or less."""
+        timed = self._timed()
+        return bool(timed) and timed[-1] >= 4 and timed[0] * 4 > timed[-1]
 
     def ratio(self) -> float | None:
-        """The per-row cost of the largest size seen over that of the smallest, when the two
+        """The per-row cost of the largest size timed over that of the smallest, when the two
         are at least four times apart (else None: not known yet). About 1: a row costs the
         same in any batch (batching saves nothing); well below 1: batching pays."""
-        if len(self._fastest) < 2:
+        timed = self._timed()
+        if len(timed) < 2 or timed[-1] < 4 * timed[0]:
             return None
-        small, large = min(self._fastest), max(self._fastest)
-        if large < 4 * small:
-            return None
+        small, large = timed[0], timed[-1]
         return (self._fastest[large] / large) / (self._fastest[small] / small)

@@ -150,7 +150,8 @@ async def test_batching_that_saves_nothing_turns_direct_and_batching_that_pays_s
         heavy = await rt.compile(model, batching=nnrt.Batching(max_batch=8))
         light = await rt.compile(mlp(), batching=nnrt.Batching(max_batch=8))
         for compiled, shape in ((heavy, (64, 64, 16)), (light, (8,))):
-            for rows in (1, 8, 1, 8, 1, 8):  # one request of 8 rows is a batch of 8
+            for rows in (1, 8) * 4:  # one request of 8 rows is a batch of 8; the first of
+                # each size is not counted, the three others are
                 await compiled.execute([np.ones((rows, *shape), np.float32)])
         assert heavy.batcher is not None and light.batcher is not None
         assert not heavy.batcher.batching and light.batcher.batching
@@ -159,6 +160,29 @@ async def test_batching_that_saves_nothing_turns_direct_and_batching_that_pays_s
         results = await _gather(heavy, [[image] for image in images])
         assert heavy.batcher.direct == before + 4
         np.testing.assert_array_equal(results[2][0], expected[0])
+
+
+@pytest.mark.anyio
+async def test_under_load_single_requests_alone_time_a_small_execution() -> None:
+    """Eight tasks sending single images in a loop make only full batches; the batcher then
+    runs a request alone now and then until a small execution is timed, and the costs send
+    the compute-bound model direct."""
+    async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
+        heavy = await rt.compile(conv_rows(), batching=nnrt.Batching(max_batch=8,
+                                                                     max_delay=0.5))
+        batcher = heavy.batcher
+        assert batcher is not None
+        image = np.ones((1, 64, 64, 16), np.float32)
+
+        async def task() -> None:
+            for _ in range(8):
+                await heavy.execute([image])
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(task)
+        assert batcher.executions >= 4 and batcher.direct >= 4
+        assert not batcher.batching
 
 
 @pytest.mark.anyio

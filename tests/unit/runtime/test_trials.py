@@ -63,23 +63,40 @@ def test_a_paused_window_does_not_count_the_pause() -> None:
     assert trials.steering.trials == 0 and not trials.first  # a trial began at 10 rows/s
 
 
+def _timed(costs: BatchCosts, rows: int, *seconds: float) -> None:
+    for value in seconds:
+        costs.record(rows, value)
+
+
 def test_batch_costs_compare_a_row_in_the_largest_and_the_smallest_batch() -> None:
     costs = BatchCosts()
     assert costs.ratio() is None
-    for rows, seconds in ((1, 0.5), (1, 0.010), (2, 0.5), (2, 0.020)):  # first: a prepare
-        costs.record(rows, seconds)
+    _timed(costs, 1, 0.5, 0.010, 0.011, 0.012)  # the first: a prepare, not counted
+    _timed(costs, 2, 0.5, 0.020, 0.021, 0.022)
     assert costs.ratio() is None  # sizes less than four times apart tell nothing yet
-    costs.record(8, 0.001)  # a first execution of its size: not counted
+    _timed(costs, 8, 0.001, 0.200, 0.090)  # the first not counted; only two more
     assert costs.ratio() is None
-    costs.record(8, 0.200)  # waited behind other work
-    costs.record(8, 0.080)  # the fastest counts
+    _timed(costs, 8, 0.080)  # three past the first: the fastest counts
     ratio = costs.ratio()
     assert ratio is not None and abs(ratio - 1.0) < 1e-9 and ratio >= DIRECT_AT
     weights = BatchCosts()  # reading the weights dominates: a batch reads them once
-    for rows, seconds in ((1, 0.3), (1, 0.001), (64, 0.3), (64, 0.021)):
-        weights.record(rows, seconds)
+    _timed(weights, 1, 0.3, 0.001, 0.001, 0.001)
+    _timed(weights, 64, 0.3, 0.021, 0.021, 0.021)
     ratio = weights.ratio()
     assert ratio is not None and ratio <= BATCHED_AT
-    weights.record(0, 0.5)  # no rows, no time: ignored
-    weights.record(4, -1.0)
+    _timed(weights, 0, 0.5, 0.5, 0.5, 0.5)  # no rows, no time: ignored
+    _timed(weights, 4, -1.0, -1.0, -1.0, -1.0)
     assert weights.ratio() == ratio
+
+
+def test_batch_costs_ask_for_a_small_execution_beside_large_ones_only() -> None:
+    costs = BatchCosts()
+    assert not costs.needs_small()
+    _timed(costs, 64, 0.3, 0.2, 0.2)
+    assert not costs.needs_small()  # the first not counted, two more: not yet
+    _timed(costs, 64, 0.2)
+    assert costs.needs_small()
+    _timed(costs, 1, 0.1, 0.01, 0.01)
+    assert costs.needs_small()
+    _timed(costs, 1, 0.01)
+    assert not costs.needs_small() and costs.ratio() is not None
