@@ -1,0 +1,126 @@
+"""``NodeService``: the Ray actor that runs nnrt's service on one node.
+
+Placed on its node by the client (``NodeAffinitySchedulingStrategy``, not soft), it starts
+``nnrt serve`` there (:class:`~nnrt.cluster.process.ServiceProcess`) and connects its own
+``Runtime(connect=socket)`` to it. Clients on the node talk to the service over the socket;
+clients on other nodes call :meth:`NodeService.execute` through Ray, which runs the request
+through that runtime. A model arrives once per node as model-file bytes in Ray's object store
+and is compiled on its first execute here; a restarted actor (Ray's ``max_restarts``) starts a
+new service and compiles again on demand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from typing import Any
+
+import ray
+
+from nnrt.cluster.process import ServiceProcess
+from nnrt.cluster.shipping import check_digest, error_reply, model_from
+from nnrt.errors import NnrtError
+from nnrt.runtime.compiled import CompiledModel
+from nnrt.runtime.runtime import Runtime
+
+__all__ = ["NodeService"]
+
+log = logging.getLogger("nnrt.cluster")
+
+#: The ``compile`` options a client may send with a model.
+COMPILE_OPTIONS = ("preference", "priority", "devices", "allow_fallback", "step_cost", "name",
+                   "shape_variants")
+
+
+class NodeService:
+    """One node's nnrt service, reachable through Ray (see the module docstring)."""
+
+    def __init__(self, arguments: list[str], start_timeout: float) -> None:
+        self._start_timeout = start_timeout
+        self._process = ServiceProcess(arguments)
+        #: The runtime connected to the service, once :meth:`_runtime` made it.
+        self._connected: asyncio.Future[Runtime] | None = None
+        self._holder: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        #: Compiled models by (digest, options), each compiled once.
+        self._models: dict[tuple[str, str], asyncio.Future[CompiledModel]] = {}
+        #: Executes that arrived through Ray.
+        self._received = 0
+
+    async def start(self) -> dict[str, Any]:
+        """Wait until the service runs; what a client needs to know about it."""
+        await self._runtime()
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                "socket": self._process.socket, "directory": self._process.directory,
+                "service_pid": self._process.pid}
+
+    async def statistics(self) -> dict[str, Any]:
+        """How many executes arrived through Ray, and how many models are compiled here."""
+        return {"received": self._received, "models": len(self._models), "pid": os.getpid(),
+                "directory": self._process.directory, "service_pid": self._process.pid}
+
+    async def execute(self, digest: str, model: list[Any], options: dict[str, Any],
+                      timeout: float | None, *inputs: Any) -> tuple[Any, ...]:
+        """Run one execute of the model named ``digest`` (``model``: a list holding the
+        reference of its bytes, fetched on first use) on this node's service."""
+        self._received += 1
+        try:
+            runtime = await self._runtime()
+            compiled = await self._compiled(runtime, check_digest(digest), model, options)
+            return ("ok", await compiled.execute(list(inputs), timeout=timeout))
+        except NnrtError as exc:
+            return error_reply(exc)
+
+    async def stop(self) -> None:
+        """Close the runtime, stop the service and remove its directory."""
+        self._stopping.set()
+        holder = self._holder
+        if holder is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(holder, 30)
+        await asyncio.get_running_loop().run_in_executor(None, self._process.close)
+
+    async def _runtime(self) -> Runtime:
+        if self._connected is None:
+            self._connected = asyncio.get_running_loop().create_future()
+            self._holder = asyncio.create_task(self._hold(self._connected))
+        return await asyncio.shield(self._connected)
+
+    async def _hold(self, connected: asyncio.Future[Runtime]) -> None:
+        """Keep the runtime open (entered and left in this one task, as anyio requires)."""
+        try:
+            await self._process.wait_ready(self._start_timeout)
+            async with Runtime(connect=self._process.socket) as runtime:
+                connected.set_result(runtime)
+                await self._stopping.wait()
+                for pending in self._models.values():
+                    if pending.done() and pending.exception() is None:
+                        await pending.result().release()
+        except BaseException as exc:  # the service did not start, or was lost
+            if not connected.done():
+                connected.set_exception(exc if isinstance(exc, NnrtError) else
+                                        NnrtError(f"the node's service failed: {exc}"))
+            log.warning("nnrt node service: %s", exc)
+
+    async def _compiled(self, runtime: Runtime, digest: str, model: list[Any],
+                        options: dict[str, Any]) -> CompiledModel:
+        """The model compiled here with ``options``: compiled by the first execute naming it,
+        awaited by the others."""
+        chosen = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
+        key = (digest, repr(sorted(chosen.items())))
+        pending = self._models.get(key)
+        if pending is None or (pending.done() and pending.exception() is not None):
+            pending = asyncio.get_running_loop().create_future()
+            self._models[key] = pending
+            try:
+                if not (isinstance(model, list) and len(model) == 1):
+                    raise NnrtError("expected the model's object reference in a list")
+                data = await model[0]
+                loaded = model_from(data, digest, self._process.directory)
+                pending.set_result(await runtime.compile(loaded, **chosen))
+            except BaseException as exc:
+                pending.set_exception(exc)
+                raise
+        return await asyncio.shield(pending)
