@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -95,7 +96,7 @@ class ServiceProcess:
     async def wait_ready(self, timeout: float) -> None:
         """Wait until the service listens (its socket appears once it is ready)."""
         deadline = time.monotonic() + timeout
-        while not os.path.exists(self.socket):
+        while not self._listening():
             process = self._process
             if process is None or process.poll() is not None:
                 raise UnavailableDevice(f"nnrt serve exited before listening on {self.socket}: "
@@ -104,6 +105,20 @@ class ServiceProcess:
                 raise UnavailableDevice(f"nnrt serve did not listen on {self.socket} within "
                                         f"{timeout:.0f} s: {self._log_tail()}")
             await anyio.sleep(0.02)
+
+    def _listening(self) -> bool:
+        """Whether the service accepts connections (its socket is bound a moment before it
+        listens: a connection in between is refused)."""
+        if not os.path.exists(self.socket):
+            return False
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(self.socket)
+        except OSError:
+            return False
+        finally:
+            probe.close()
+        return True
 
     def _log_tail(self) -> str:
         try:

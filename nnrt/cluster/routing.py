@@ -105,12 +105,11 @@ class ClusterRoute:
                          priority: int | None) -> list[Any]:
         """An execute only this node's service can run (outputs, device memories, refs)."""
         node = self._session.local
-        if not node.is_local:
+        if not node.is_local or node.state != "up":
             raise UnavailableDevice(
-                f"{node.label}: this node's nnrt service was lost (its actor restarted with a "
-                "new service); executes with caller outputs, device memories or tensor "
-                "references need it, and its device memories are gone: allocate them again "
-                "in a new runtime")
+                f"node {node.node[:12]}: this node's nnrt service was lost ({node.state}); "
+                "executes with caller outputs, device memories or tensor references need it, "
+                "and the device memories it held are gone with it")
         node.local += 1
         try:
             return await compiled.execute_here(inputs, outputs=outputs,

@@ -21,6 +21,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from nnrt.cluster.actor import NodeService
 from nnrt.cluster.nodes import NodeHandle, choose_nodes, node_workers
+from nnrt.cluster.process import sweep_stale
 from nnrt.cluster.routing import ClusterRoute
 from nnrt.cluster.waiting import NodeLost, remaining, resolve
 from nnrt.errors import BadData, DeadlineMissed, NnrtError, UnavailableDevice
@@ -170,7 +171,10 @@ class RaySession:
             while not self._closed and time.monotonic() < deadline:
                 try:
                     info = await resolve(node.actor.start.remote(), deadline, node.label)
-                except NodeLost:
+                except NodeLost as exc:
+                    if exc.dead:  # asked after its loss: Ray will not restart it
+                        log.warning("%s is gone for good: %s", node.label, exc)
+                        break
                     await anyio.sleep(RESTART_POLL)
                     continue
                 except NnrtError as exc:
@@ -197,6 +201,9 @@ class RaySession:
         async with anyio.create_task_group() as stopping:
             for node in self.nodes:
                 stopping.start_soon(self._stop, node)
+        # the directories of this node's actors that died (their services stopped by their
+        # lifelines); those of other nodes go when a new actor starts there
+        sweep_stale()
         if self._started_ray:
             ray.shutdown()
 

@@ -36,7 +36,12 @@ __all__ = ["NodeLost", "remaining", "resolve"]
 class NodeLost(UnavailableDevice):
     """Raised when a node's actor died (or could not be reached) while a request was on it:
     the request may be retried elsewhere, and whether Ray brings the actor back is found out by
-    asking it again (``RaySession``)."""
+    asking it again (``RaySession``): ``dead`` when Ray says the actor is dead for good (a
+    call sent to an actor Ray restarts waits for it instead)."""
+
+    def __init__(self, message: str, dead: bool = False) -> None:
+        super().__init__(message)
+        self.dead = dead
 
 
 def remaining(deadline: float | None) -> float:
@@ -57,15 +62,18 @@ async def resolve(ref: Any, deadline: float | None, where: str) -> Any:
     except TimeoutError:
         _cancel(ref)
         raise DeadlineMissed(f"{where}: no reply before the deadline") from None
-    except (ActorDiedError, ActorUnavailableError, RayActorError, ObjectLostError,
-            OwnerDiedError) as exc:
+    except ActorDiedError as exc:
+        raise NodeLost(f"{where}: its nnrt actor died ({_first_line(exc)})", True) from None
+    except (ActorUnavailableError, RayActorError, ObjectLostError, OwnerDiedError) as exc:
         raise NodeLost(f"{where}: its nnrt actor was lost ({_first_line(exc)})") from None
     except TaskCancelledError:
         raise DeadlineMissed(f"{where}: the request was cancelled") from None
     except GetTimeoutError:
         raise DeadlineMissed(f"{where}: no reply before the deadline") from None
     except RayTaskError as exc:
-        raise OpFailed(f"{where}: the node's actor failed: {_first_line(exc)}") from None
+        cause = getattr(exc, "cause", None) or exc
+        raise OpFailed(f"{where}: the node's actor failed: {type(cause).__name__}: "
+                       f"{_first_line(cause)}") from None
     except BaseException:
         _cancel(ref)
         raise
