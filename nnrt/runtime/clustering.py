@@ -35,8 +35,10 @@ class ExecuteRoute(Protocol):
 class ClusterSession(Protocol):
     """The nnrt services of a cluster's nodes while a runtime uses them."""
 
-    #: The Unix socket of the service on the client's own node.
-    local_socket: str
+    @property
+    def local_socket(self) -> str:
+        """The Unix socket of the service on the client's own node."""
+        ...
 
     def route(self, compiled: CompiledModel, options: dict[str, Any]) -> ExecuteRoute:
         """The route of a model just compiled on the local service with ``options``."""

@@ -302,3 +302,20 @@ def test_a_lost_local_service_fails_only_what_needs_it_and_close_leaves_nothing(
     left = [p for p in Path(tempfile.gettempdir()).glob("nnrt-ray-*")
             if any(Path(i["directory"]).name == p.name for i in seen.values())]
     assert not left
+
+
+@pytest.mark.slow
+def test_stress_ray_loses_nothing() -> None:
+    """``nnrt stress --ray`` on its own local cluster: other nodes' actors killed under
+    traffic, nothing lost, wrong or leaked."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "nnrt", "stress", "--ray", "--duration", "12", "--kill-every",
+         "3", "--concurrency", "4", "--json", "-"],
+        capture_output=True, text=True, timeout=170, check=False)
+    report = json.loads(out.stdout)
+    assert (report["lost"], report["wrong"], report["leaked"]) == (0, 0, 0), out.stderr[-2000:]
+    assert report["kills"] >= 2 and report["ok"] == report["requests"] > 0
