@@ -3,16 +3,18 @@
 Placed on its node by the client (``NodeAffinitySchedulingStrategy``, not soft), it starts
 ``nnrt serve`` there (:class:`~nnrt.cluster.process.ServiceProcess`) and connects its own
 ``Runtime(connect=socket)`` to it. Clients on the node talk to the service over the socket;
-clients on other nodes call :meth:`NodeService.execute` through Ray, which runs the request
-through that runtime. A model arrives once per node as model-file bytes in Ray's object store
-and is compiled on its first execute here; a restarted actor (Ray's ``max_restarts``) starts a
-new service and compiles again on demand.
+clients on other nodes call :meth:`NodeService.prepare` once per model (the model arrives as
+model-file bytes through Ray's object store and is compiled here) and then
+:meth:`NodeService.execute`, which runs each request through that runtime. A restarted actor
+(Ray's ``max_restarts``) starts a new service and answers ``("missing",)`` to executes of
+models it has not prepared: the client prepares them again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 from typing import Any
@@ -21,11 +23,11 @@ import ray
 
 from nnrt.cluster.process import ServiceProcess
 from nnrt.cluster.shipping import check_digest, error_reply, model_from
-from nnrt.errors import NnrtError
+from nnrt.errors import BadData, NnrtError
 from nnrt.runtime.compiled import CompiledModel
 from nnrt.runtime.runtime import Runtime
 
-__all__ = ["NodeService"]
+__all__ = ["NodeService", "model_handle"]
 
 log = logging.getLogger("nnrt.cluster")
 
@@ -44,8 +46,8 @@ class NodeService:
         self._connected: asyncio.Future[Runtime] | None = None
         self._holder: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
-        #: Compiled models by (digest, options), each compiled once.
-        self._models: dict[tuple[str, str], asyncio.Future[CompiledModel]] = {}
+        #: Compiled models by handle (:func:`model_handle`), each compiled once.
+        self._models: dict[str, asyncio.Future[CompiledModel]] = {}
         #: Executes that arrived through Ray.
         self._received = 0
 
@@ -61,14 +63,29 @@ class NodeService:
         return {"received": self._received, "models": len(self._models), "pid": os.getpid(),
                 "directory": self._process.directory, "service_pid": self._process.pid}
 
-    async def execute(self, digest: str, model: list[Any], options: dict[str, Any],
-                      timeout: float | None, *inputs: Any) -> tuple[Any, ...]:
-        """Run one execute of the model named ``digest`` (``model``: a list holding the
-        reference of its bytes, fetched on first use) on this node's service."""
-        self._received += 1
+    async def prepare(self, digest: str, model: list[Any], options: dict[str, Any]
+                      ) -> tuple[Any, ...]:
+        """Compile the model named ``digest`` (``model``: a list holding the object reference
+        of its file bytes, fetched here once) with ``options``; replies ``("ok", handle)``
+        with the handle :meth:`execute` takes."""
         try:
             runtime = await self._runtime()
-            compiled = await self._compiled(runtime, check_digest(digest), model, options)
+            handle = model_handle(check_digest(digest), options)
+            await self._compiled(runtime, handle, digest, model, options)
+            return ("ok", handle)
+        except NnrtError as exc:
+            return error_reply(exc)
+
+    async def execute(self, handle: str, timeout: float | None, *inputs: Any
+                      ) -> tuple[Any, ...]:
+        """Run one execute of the model :meth:`prepare` named ``handle`` on this node's
+        service; ``("missing",)`` when this actor has not prepared it (a restarted actor)."""
+        self._received += 1
+        pending = self._models.get(handle) if isinstance(handle, str) else None
+        if pending is None:
+            return ("missing",)
+        try:
+            compiled = await asyncio.shield(pending)
             return ("ok", await compiled.execute(list(inputs), timeout=timeout))
         except NnrtError as exc:
             return error_reply(exc)
@@ -104,23 +121,28 @@ class NodeService:
                                         NnrtError(f"the node's service failed: {exc}"))
             log.warning("nnrt node service: %s", exc)
 
-    async def _compiled(self, runtime: Runtime, digest: str, model: list[Any],
+    async def _compiled(self, runtime: Runtime, handle: str, digest: str, model: list[Any],
                         options: dict[str, Any]) -> CompiledModel:
-        """The model compiled here with ``options``: compiled by the first execute naming it,
-        awaited by the others."""
-        chosen = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
-        key = (digest, repr(sorted(chosen.items())))
-        pending = self._models.get(key)
+        """The model compiled here with ``options``: compiled by the first prepare naming
+        it, awaited by the others."""
+        pending = self._models.get(handle)
         if pending is None or (pending.done() and pending.exception() is not None):
             pending = asyncio.get_running_loop().create_future()
-            self._models[key] = pending
+            self._models[handle] = pending
             try:
                 if not (isinstance(model, list) and len(model) == 1):
-                    raise NnrtError("expected the model's object reference in a list")
+                    raise BadData("expected the model's object reference in a list")
                 data = await model[0]
                 loaded = model_from(data, digest, self._process.directory)
+                chosen = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
                 pending.set_result(await runtime.compile(loaded, **chosen))
             except BaseException as exc:
                 pending.set_exception(exc)
                 raise
         return await asyncio.shield(pending)
+
+
+def model_handle(digest: str, options: dict[str, Any]) -> str:
+    """What names a model compiled with ``options`` on a node (its digest and the options')."""
+    chosen = sorted((k, v) for k, v in options.items() if k in COMPILE_OPTIONS)
+    return hashlib.sha256(f"{digest} {chosen!r}".encode()).hexdigest()[:32]

@@ -41,9 +41,12 @@ class RayCluster:
     (``nnrt serve --workers``; default the node's CPU resource), ``drivers`` and ``threads``
     as ``nnrt serve`` takes them. ``max_in_flight`` is how many requests this client keeps
     in flight per node (default twice its workers): a node at that bound takes no more until
-    one ends (per-node backpressure). ``max_restarts`` is Ray's for each node's actor
-    (-1: always restart). ``resources`` are Ray resources each actor reserves (default none:
-    the service's workers use the node's CPUs, not Ray's accounting). ``init`` is passed to
+    one ends (per-node backpressure); ``local_in_flight`` is that bound for this process's own
+    node (default ``max_in_flight``; 0: plain executes always go to other nodes, this node's
+    service runs only what needs it — caller outputs, device memories). ``max_restarts`` is
+    Ray's for each node's actor (-1: always restart). ``resources`` are Ray resources each
+    actor reserves (default none: the service's workers use the node's CPUs, not Ray's
+    accounting). ``init`` is passed to
     ``ray.init`` when this runtime connects (``runtime_env`` and friends); a Ray instance
     the runtime started is shut down with it. ``start_timeout`` bounds the services' start.
     """
@@ -54,6 +57,7 @@ class RayCluster:
     drivers: Sequence[str] | None = None
     threads: int | None = None
     max_in_flight: int | None = None
+    local_in_flight: int | None = None
     max_restarts: int = 3
     resources: Mapping[str, float] = field(default_factory=dict)
     init: Mapping[str, Any] = field(default_factory=dict)
@@ -67,6 +71,10 @@ class RayCluster:
             if value is not None and (value.__class__ is not int or value < 1):
                 raise BadData(f"RayCluster: {name} must be a positive int or None, got "
                               f"{value!r:.40}")
+        if self.local_in_flight is not None and (self.local_in_flight.__class__ is not int
+                                                 or self.local_in_flight < 0):
+            raise BadData(f"RayCluster: local_in_flight must be an int of at least 0 or None, "
+                          f"got {self.local_in_flight!r:.40}")
         if self.drivers is not None and (isinstance(self.drivers, str) or not self.drivers
                                          or not all(isinstance(d, str) and d
                                                     for d in self.drivers)):

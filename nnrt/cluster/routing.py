@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import numpy as np
 import ray
 
@@ -49,6 +50,8 @@ class ClusterRoute:
         #: The model's digest and the object-store reference of its file bytes (put once, on
         #: the first execute sent to another node).
         self._shipped: tuple[str, Any] | None = None
+        #: Per node: the actor process that prepared the model, and its handle there.
+        self._prepared: dict[str, tuple[int, str]] = {}
 
     async def execute(self, inputs: Inputs, outputs: Sequence[Any] | None,
                       timeout: float | None, copy: bool, priority: int | None) -> list[Any]:
@@ -130,16 +133,21 @@ class ClusterRoute:
 
     async def _remote(self, compiled: CompiledModel, node: NodeHandle, arguments: list[Any],
                       deadline: float | None) -> list[Any]:
-        """One execute on another node's actor; recorded in the model's metrics."""
-        if self._shipped is None:
-            digest, data = model_bytes(compiled.model)
-            self._shipped = digest, ray.put(data)
-        digest, ref = self._shipped
+        """One execute on another node's actor (the model prepared there first when this
+        incarnation of the actor has not got it); recorded in the model's metrics."""
         start = time.monotonic()
-        call = node.actor.execute.remote(digest, [ref], self._options, _timeout(deadline),
-                                         *arguments)
         try:
-            results = raise_reply(await resolve(call, deadline, node.label), node.label)
+            for _ in range(2):  # a restarted actor answers "missing": prepare, once more
+                handle = self._prepared.get(node.node)
+                if handle is None or handle[0] != node.pid:
+                    handle = node.pid, await self._prepare(compiled, node, deadline)
+                    self._prepared[node.node] = handle
+                call = node.actor.execute.remote(handle[1], _timeout(deadline), *arguments)
+                reply = await resolve(call, deadline, node.label)
+                if reply != ("missing",):
+                    break
+                self._prepared.pop(node.node, None)
+            results = raise_reply(reply, node.label)
         except BaseException as exc:
             end = time.monotonic()
             compiled.metrics.request_done(end - start, exc, end)
@@ -147,6 +155,23 @@ class ClusterRoute:
         end = time.monotonic()
         compiled.metrics.alone_done(end - start, end)
         return results
+
+    async def _prepare(self, compiled: CompiledModel, node: NodeHandle,
+                       deadline: float | None) -> str:
+        """Have ``node`` compile the model (its bytes put in the object store once, here);
+        the handle its executes name it by."""
+        if self._shipped is None:
+            digest, data = await anyio.to_thread.run_sync(model_bytes, compiled.model)
+            if self._shipped is None:
+                self._shipped = digest, ray.put(data)
+        digest, ref = self._shipped
+        reply = await resolve(node.actor.prepare.remote(digest, [ref], self._options),
+                              deadline, node.label)
+        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok" and isinstance(
+                reply[1], str):
+            return reply[1]
+        raise_reply(reply, node.label)
+        raise UnavailableDevice(f"{node.label}: malformed prepare reply")
 
 
 def _timeout(deadline: float | None) -> float | None:

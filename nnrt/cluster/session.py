@@ -24,7 +24,7 @@ from nnrt.cluster.nodes import NodeHandle, choose_nodes, node_workers
 from nnrt.cluster.process import sweep_stale
 from nnrt.cluster.routing import ClusterRoute
 from nnrt.cluster.waiting import NodeLost, remaining, resolve
-from nnrt.errors import BadData, DeadlineMissed, NnrtError, UnavailableDevice
+from nnrt.errors import DeadlineMissed, NnrtError, UnavailableDevice
 from nnrt.runtime.stats import NodeStatistics
 
 if TYPE_CHECKING:
@@ -129,10 +129,14 @@ class RaySession:
                 raise UnavailableDevice("no node of the cluster is left to run the request ("
                                         + ", ".join(f"{n.label}: {n.state}"
                                                     for n in self.nodes) + ")")
+            if not any(n.capacity for n in usable):
+                raise UnavailableDevice("no node of the cluster that takes requests is left ("
+                                        + ", ".join(f"{n.label}: {n.state}, capacity "
+                                                    f"{n.capacity}" for n in self.nodes) + ")")
             room = [n for n in usable if n.state == "up" and n.in_flight < n.capacity]
             if room:
                 node = room[0] if room[0].is_local else min(
-                    room, key=lambda n: n.in_flight / n.capacity)
+                    room, key=lambda n: n.in_flight / n.capacity)  # capacity > 0: has room
                 node.in_flight += 1
                 return node
             changed = self._changed
@@ -228,6 +232,6 @@ def _place(options: RayCluster, info: Any, local: str, tag: str) -> NodeHandle:
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
     ).remote(options.serve_arguments(workers), options.start_timeout)
     capacity = options.max_in_flight or 2 * workers
-    if capacity < 1:
-        raise BadData("RayCluster: max_in_flight must be at least 1")
+    if node_id == local and options.local_in_flight is not None:
+        capacity = options.local_in_flight
     return NodeHandle(node_id, actor, name, node_id == local, workers, capacity)

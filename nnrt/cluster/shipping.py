@@ -2,8 +2,9 @@
 
 - A model travels once as the bytes of nnrt's own model file (``nnrt.save``; the receiving
   node parses them with ``nnrt.load``, which treats them as untrusted input), put in Ray's
-  object store once per compiled model and fetched by each node on its first execute of it,
-  named by the SHA-256 of the bytes (checked on arrival).
+  object store once per compiled model and fetched by each node when it prepares the model
+  (``NodeService.prepare``, once per actor process), named by the SHA-256 of the bytes
+  (checked on arrival). Executes then name the prepared model by a short handle.
 - Inputs are numpy arrays; those of at least :data:`PUT_BYTES` are put in the object store
   once per request, so that a retry on another node sends a reference, not the data again,
   and the receiving node reads them zero-copy.

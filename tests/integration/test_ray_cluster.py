@@ -313,8 +313,8 @@ def test_stress_ray_loses_nothing() -> None:
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "nnrt", "stress", "--ray", "--duration", "12", "--kill-every",
-         "3", "--concurrency", "4", "--json", "-"],
+        [sys.executable, "-m", "nnrt", "stress", "--ray", "--duration", "8", "--kill-every",
+         "2.5", "--concurrency", "4", "--json", "-"],
         capture_output=True, text=True, timeout=170, check=False)
     report = json.loads(out.stdout)
     assert (report["lost"], report["wrong"], report["leaked"]) == (0, 0, 0), out.stderr[-2000:]
