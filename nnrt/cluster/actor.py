@@ -48,6 +48,8 @@ class NodeService:
         self._stopping = asyncio.Event()
         #: Compiled models by handle (:func:`model_handle`), each compiled once.
         self._models: dict[str, asyncio.Future[CompiledModel]] = {}
+        #: Per handle: the prepares not yet released (clients' compiled models using it).
+        self._users: dict[str, int] = {}
         #: Executes that arrived through Ray.
         self._received = 0
 
@@ -72,9 +74,21 @@ class NodeService:
             runtime = await self._runtime()
             handle = model_handle(check_digest(digest), options)
             await self._compiled(runtime, handle, digest, model, options)
+            self._users[handle] = self._users.get(handle, 0) + 1
             return ("ok", handle)
         except NnrtError as exc:
             return error_reply(exc)
+
+    async def release(self, handle: str) -> None:
+        """A client let go of the model it prepared as ``handle``; the last one releases it."""
+        users = self._users.get(handle, 0) - 1
+        if users > 0:
+            self._users[handle] = users
+            return
+        self._users.pop(handle, None)
+        pending = self._models.pop(handle, None) if isinstance(handle, str) else None
+        if pending is not None and pending.done() and pending.exception() is None:
+            await pending.result().release()
 
     async def execute(self, handle: str, timeout: float | None, *inputs: Any
                       ) -> tuple[Any, ...]:

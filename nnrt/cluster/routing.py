@@ -22,7 +22,7 @@ import ray
 from nnrt.cluster.nodes import NodeHandle
 from nnrt.cluster.shipping import PUT_BYTES, model_bytes, raise_reply
 from nnrt.cluster.waiting import NodeLost, remaining, resolve
-from nnrt.errors import BadData, BadState, NnrtError, UnavailableDevice
+from nnrt.errors import BadData, BadState, DeadlineMissed, NnrtError, UnavailableDevice
 from nnrt.memory import TensorRef
 from nnrt.runtime.core import deadline_after
 
@@ -50,8 +50,10 @@ class ClusterRoute:
         #: The model's digest and the object-store reference of its file bytes (put once, on
         #: the first execute sent to another node).
         self._shipped: tuple[str, Any] | None = None
-        #: Per node: the actor process that prepared the model, and its handle there.
+        #: Per node: the actor process that prepared the model, and its handle there; and the
+        #: prepares under way.
         self._prepared: dict[str, tuple[int, str]] = {}
+        self._preparing: dict[str, anyio.Event] = {}
 
     async def execute(self, inputs: Inputs, outputs: Sequence[Any] | None,
                       timeout: float | None, copy: bool, priority: int | None) -> list[Any]:
@@ -86,6 +88,15 @@ class ClusterRoute:
                 raise
             finally:
                 self._session.release(node)
+
+    async def release(self) -> None:
+        """Tell every node that prepared the model to let go of it (no reply awaited: a node
+        lost meanwhile has let go already)."""
+        prepared, self._prepared = self._prepared, {}
+        for node in self._session.nodes:
+            handle = prepared.get(node.node)
+            if handle is not None and handle[0] == node.pid and node.state == "up":
+                node.actor.release.remote(handle[1])
 
     def _compiled(self) -> CompiledModel:
         compiled = self._owner()
@@ -138,15 +149,12 @@ class ClusterRoute:
         start = time.monotonic()
         try:
             for _ in range(2):  # a restarted actor answers "missing": prepare, once more
-                handle = self._prepared.get(node.node)
-                if handle is None or handle[0] != node.pid:
-                    handle = node.pid, await self._prepare(compiled, node, deadline)
-                    self._prepared[node.node] = handle
-                call = node.actor.execute.remote(handle[1], _timeout(deadline), *arguments)
+                handle = await self._handle(compiled, node, deadline)
+                call = node.actor.execute.remote(handle, _timeout(deadline), *arguments)
                 reply = await resolve(call, deadline, node.label)
                 if reply != ("missing",):
                     break
-                self._prepared.pop(node.node, None)
+                self._prepared.pop(node.node, None)  # a new actor process: prepare there
             results = raise_reply(reply, node.label)
         except BaseException as exc:
             end = time.monotonic()
@@ -155,6 +163,34 @@ class ClusterRoute:
         end = time.monotonic()
         compiled.metrics.alone_done(end - start, end)
         return results
+
+    async def _handle(self, compiled: CompiledModel, node: NodeHandle,
+                      deadline: float | None) -> str:
+        """The model's handle on ``node``'s actor: prepared there once per actor process (a
+        concurrent first execute waits for the prepare under way)."""
+        while True:
+            known = self._prepared.get(node.node)
+            if known is not None and known[0] == node.pid:
+                return known[1]
+            underway = self._preparing.get(node.node)
+            if underway is None:
+                break
+            with anyio.move_on_after(None if deadline is None else remaining(deadline)):
+                await underway.wait()
+            if not underway.is_set():
+                raise DeadlineMissed(f"{node.label}: the model was still being prepared there "
+                                     "at the request's deadline")
+            if node.node not in self._prepared:  # that prepare failed: try it ourselves
+                break
+        done = self._preparing[node.node] = anyio.Event()
+        try:
+            pid = node.pid
+            handle = await self._prepare(compiled, node, deadline)
+            self._prepared[node.node] = pid, handle
+            return handle
+        finally:
+            del self._preparing[node.node]
+            done.set()
 
     async def _prepare(self, compiled: CompiledModel, node: NodeHandle,
                        deadline: float | None) -> str:

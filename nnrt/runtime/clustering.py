@@ -31,6 +31,10 @@ class ExecuteRoute(Protocol):
         """Run one execute on the node the route picks (see ``CompiledModel.execute``)."""
         ...
 
+    async def release(self) -> None:
+        """Let go of the model on the other nodes that prepared it (``CompiledModel.release``)."""
+        ...
+
 
 class ClusterSession(Protocol):
     """The nnrt services of a cluster's nodes while a runtime uses them."""

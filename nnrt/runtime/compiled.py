@@ -242,7 +242,8 @@ class CompiledModel:
 
     async def release(self) -> None:
         """Free this model on every worker (once no identical compile of the runtime uses it
-        too); executing it afterwards raises ``BadState``."""
+        too; in a cluster runtime, on the other nodes that prepared it too); executing it
+        afterwards raises ``BadState``."""
         if self._released:
             return
         self._released = True
@@ -250,6 +251,8 @@ class CompiledModel:
         if self.batcher is not None:
             self.batcher.close()
         self.core.models.remove(self)
+        if self.route is not None:  # the other nodes that prepared it let go too
+            await self.route.release()
         if self._variants is not None:
             await self._variants.release()
         await let_go(self.core, self._shared)

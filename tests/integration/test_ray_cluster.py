@@ -100,6 +100,13 @@ def _children() -> set[int]:
     return pids
 
 
+def _segments() -> set[str]:
+    """This process's nnrt shared memories (their names embed the creator's pid; the actors'
+    own belong to live actor processes)."""
+    pid = str(os.getpid())
+    return {n for n in os.listdir("/dev/shm") if n.startswith("nnrt") and pid in n}
+
+
 @pytest.fixture(autouse=True)
 def no_leaks() -> Iterator[None]:
     """The suite's leak check (tests/conftest.py), but for Ray's own TCP connections and the
@@ -109,7 +116,7 @@ def no_leaks() -> Iterator[None]:
     its own and checks what is left). Unix sockets (nnrt's connection to its node's
     service), other files, pipes, child processes and nnrt shared memories still count."""
     before, children = _descriptors(), _children()
-    segments = {n for n in os.listdir("/dev/shm") if n.startswith("nnrt")}
+    segments = _segments()
     yield
     deadline = time.monotonic() + 2.0
     while True:
@@ -123,7 +130,7 @@ def no_leaks() -> Iterator[None]:
         time.sleep(0.05)
     assert not leaked, f"test leaked file descriptors {leaked}"
     assert not _children() - children, "test leaked child processes"
-    assert not {n for n in os.listdir("/dev/shm") if n.startswith("nnrt")} - segments
+    assert not _segments() - segments
 
 
 def _alive(pid: int) -> bool:
@@ -169,6 +176,8 @@ def test_every_node_returns_correct_results(served: Served) -> None:
     for k, y in results.items():
         np.testing.assert_array_equal(y, np.full((1, 4), k) + STEP)
     nodes = served.nodes()
+    for stats in nodes.values():  # released on the nodes that prepared it too
+        assert _wait_until(lambda s=stats: _actor_statistics(s.actor)["models"] == 0, 10)
     for node, stats in nodes.items():
         before = nodes_before[node]
         ran = stats.local + stats.via_ray - before.local - before.via_ray
@@ -269,9 +278,9 @@ def test_a_killed_actor_loses_no_accepted_request(served: Served) -> None:
 
 def test_a_lost_local_service_fails_only_what_needs_it_and_close_leaves_nothing(
         cluster: Any) -> None:
-    """A second runtime on two nodes: its own node's actor killed, plain executes go to the
-    other node, an execute into caller buffers says the node was lost; after close no
-    service, worker or directory of it is left."""
+    """A second runtime on two nodes, under trio: its own node's actor killed, plain executes
+    go to the other node, an execute into caller buffers says the node was lost; after close
+    no service, worker or directory of it is left."""
     x = np.full((1, 4), 3, np.float32)
 
     async def body() -> dict[str, Any]:
@@ -295,7 +304,7 @@ def test_a_lost_local_service_fails_only_what_needs_it_and_close_leaves_nothing(
             assert sum(s.via_ray for s in others) >= 10
             return seen
 
-    seen = anyio.run(body)
+    seen = anyio.run(body, backend="trio")  # trio: Ray's results awaited in threads
     for info in seen.values():
         assert _wait_until(lambda info=info: not _alive(info["service_pid"]), 20), info
         assert not Path(info["directory"]).exists(), info
