@@ -34,6 +34,7 @@ from nnrt.model.types import Priority as Priority
 
 if TYPE_CHECKING:
     from nnrt.cache.directory import default_cache_dir as default_cache_dir
+    from nnrt.cluster.options import RayCluster as RayCluster
     from nnrt.hal.buffers import BufferDesc as BufferDesc
     from nnrt.memory import Memory as Memory
     from nnrt.memory import TensorRef as TensorRef
@@ -66,6 +67,7 @@ _LAZY = {
     "save": "nnrt.model.file",
     "PartitionWarning": "nnrt.runtime.compile.compilation",
     "PlacementReport": "nnrt.runtime.compile.placement",
+    "RayCluster": "nnrt.cluster.options",
     "ModelStatistics": "nnrt.runtime.metrics",
     "prometheus_text": "nnrt.runtime.prometheus",
     "Runtime": "nnrt.runtime.runtime",
@@ -116,6 +118,7 @@ __all__ = [
     "PartitionWarning",
     "PlacementReport",
     "Priority",
+    "RayCluster",
     "TensorRef",
     "ResourceExhausted",
     "Runtime",

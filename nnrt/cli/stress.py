@@ -30,6 +30,14 @@ def add_stress_parser(commands: Any) -> None:
     stress.add_argument("--concurrency", type=int, default=3, help="request loops per client "
                         "(default 3)")
     stress.add_argument("--seed", type=int, default=0, help="seed of the traffic and the killer")
+    stress.add_argument("--ray", action="store_true", help="soak a cluster runtime instead: "
+                        "on a local Ray cluster of --nodes nodes (or the one at --address), "
+                        "the actor of a random other node killed every --kill-every seconds "
+                        "(needs ray: pip install nnrt[ray])")
+    stress.add_argument("--nodes", type=int, default=3, help="nodes of the local Ray cluster "
+                        "of --ray (1 CPU each; default 3)")
+    stress.add_argument("--address", default=None, help="with --ray: the Ray cluster to use "
+                        "(HOST:PORT or auto) instead of starting one")
     stress.add_argument("--json", default=None, metavar="FILE",
                         help="write the full report as JSON to FILE ('-': stdout)")
     stress.set_defaults(func=run_stress_command)
@@ -44,6 +52,8 @@ def run_stress_command(args: argparse.Namespace) -> int:
         print("nnrt stress: --duration and --kill-every must be positive (kill-every may be "
               "0), --clients, --workers and --concurrency at least 1", file=sys.stderr)
         return 2
+    if args.ray:
+        return _run_ray(args)
     config = StressConfig(duration=args.duration, clients=args.clients,
                           kill_every=args.kill_every, connect=args.connect,
                           workers=args.workers, seed=args.seed, mode=args.mode,
@@ -58,6 +68,30 @@ def run_stress_command(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     for line in report.lines():  # on stderr when stdout carries the JSON
+        print(line, flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
+    if args.json == "-":
+        json.dump(report.to_json(), sys.stdout, indent=1)
+        print()
+    elif args.json is not None:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report.to_json(), f, indent=1)
+    return 1 if report.failed else 0
+
+
+def _run_ray(args: argparse.Namespace) -> int:
+    """``nnrt stress --ray``: see :mod:`nnrt.cluster.soak`."""
+    try:
+        from nnrt.cluster.soak import RaySoakConfig, run_ray_soak  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"nnrt stress --ray: needs ray ({exc}); pip install nnrt[ray]", file=sys.stderr)
+        return 2
+    if args.nodes < 1:
+        print("nnrt stress: --nodes must be at least 1", file=sys.stderr)
+        return 2
+    report = run_ray_soak(RaySoakConfig(duration=args.duration, kill_every=args.kill_every,
+                                        nodes=args.nodes, address=args.address,
+                                        concurrency=args.concurrency, seed=args.seed))
+    for line in report.lines():
         print(line, flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json == "-":
         json.dump(report.to_json(), sys.stdout, indent=1)

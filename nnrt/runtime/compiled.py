@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from nnrt.model.signature import TensorInfo
     from nnrt.runtime.backends.base import CompiledRef
     from nnrt.runtime.batcher import Batcher
+    from nnrt.runtime.clustering import ExecuteRoute
     from nnrt.runtime.compile.compilation import Compilation
     from nnrt.runtime.compile.placement import PlacementReport
     from nnrt.runtime.core import RuntimeCore
@@ -85,6 +86,9 @@ class CompiledModel:
                 self._runner = PlanRunner(plan, self._steps, InputBinder(model))
         #: Merges concurrent executes when compiled with ``batching=`` (set by the runtime).
         self.batcher: Batcher | None = None
+        #: Sends executes to this node's service or another's (cluster runtimes; set by the
+        #: runtime, see docs/cluster.md).
+        self.route: ExecuteRoute | None = None
         self._metrics = ModelMetrics(default_name(model))
         # collected without release(): the runtime lets go of its share (no reference to self)
         self._finalizer = weakref.finalize(self, core.dropped.append, shared)
@@ -177,7 +181,23 @@ class CompiledModel:
         A model compiled with ``batching=`` merges this execute with concurrent ones (see
         :class:`nnrt.Batching`); ``priority`` above the compiled model's starts its batch at
         once. Executes with ``outputs``, device memories or tensor references run alone.
+
+        In a cluster runtime (``Runtime(cluster=...)``) an execute of plain arrays runs on this
+        node's service while it has capacity, else on another node's (docs/cluster.md);
+        results from another node are read-only arrays (zero-copy from Ray's object store).
         """
+        route = self.route
+        if route is not None:
+            return await route.execute(inputs, outputs, timeout, copy, priority)
+        return await self.execute_here(inputs, outputs=outputs, timeout=timeout, copy=copy,
+                                       priority=priority)
+
+    async def execute_here(self, inputs: Inputs, *,
+                           outputs: Sequence[Array | TensorRef | None] | None = None,
+                           timeout: float | None = None, copy: bool = False,
+                           priority: int | None = None) -> list[Array]:
+        """:meth:`execute` on the runtime's own backend (a cluster runtime: this node's
+        service), recording the model's metrics."""
         if self._released or (self._ref is not None and self._ref.released):
             raise BadState("this compiled model was released")
         start = time.monotonic()
@@ -222,7 +242,8 @@ class CompiledModel:
 
     async def release(self) -> None:
         """Free this model on every worker (once no identical compile of the runtime uses it
-        too); executing it afterwards raises ``BadState``."""
+        too; in a cluster runtime, on the other nodes that prepared it too); executing it
+        afterwards raises ``BadState``."""
         if self._released:
             return
         self._released = True
@@ -230,6 +251,8 @@ class CompiledModel:
         if self.batcher is not None:
             self.batcher.close()
         self.core.models.remove(self)
+        if self.route is not None:  # the other nodes that prepared it let go too
+            await self.route.release()
         if self._variants is not None:
             await self._variants.release()
         await let_go(self.core, self._shared)

@@ -47,6 +47,7 @@ from nnrt.runtime.stats import RuntimeStatistics
 from nnrt.runtime.variants import DEFAULT_SHAPE_VARIANTS, ShapeVariants, packed_locations
 
 if TYPE_CHECKING:
+    from nnrt.runtime.clustering import ClusterLink, ClusterSession
     from nnrt.runtime.sync import SyncRuntime
 
 __all__ = ["Runtime"]
@@ -87,6 +88,10 @@ class Runtime:
     worker would contend with the other workers); ignored with ``connect`` (the service's
     own applies, ``nnrt serve --threads``).
 
+    ``cluster=nnrt.RayCluster(...)`` runs nnrt's service on a Ray cluster's nodes and connects
+    to the one on this node as ``connect`` would; each execute runs on this node's service
+    while it has capacity, else on another node's through Ray (docs/cluster.md).
+
     ``rt.memory`` creates shared memories (:class:`nnrt.Memory`) closed with the runtime.
     """
 
@@ -96,7 +101,15 @@ class Runtime:
                  arena_limit: int = DEFAULT_ARENA_LIMIT,
                  max_queue: int = DEFAULT_MAX_QUEUE,
                  poll_window: float = DEFAULT_POLL_WINDOW, threads: int | None = None,
-                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+                 cache_dir: str | os.PathLike[str] | None = None,
+                 cluster: ClusterLink | None = None) -> None:
+        if cluster is not None and (connect is not None or not callable(
+                getattr(cluster, "open", None))):
+            raise BadData("cluster must be a cluster (nnrt.RayCluster(...)), and excludes "
+                          f"connect; got cluster={cluster!r:.60}, connect={connect!r:.60}")
+        #: The cluster to run on (None: this machine only), and its session while running.
+        self._cluster = cluster
+        self._session: ClusterSession | None = None
         if drivers is None:
             drivers = default_drivers()
         if not drivers or isinstance(drivers, str):
@@ -169,15 +182,19 @@ class Runtime:
             self._core.backend = self._given
             self._started(self._given.unmap)
             return self
-        if self._connect is not None:
+        if self._connect is not None or self._cluster is not None:
             from nnrt.runtime.backends.remote import RemoteBackend  # noqa: PLC0415
 
-            remote = RemoteBackend(self._connect, self._poll_window)
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
             try:
+                if self._cluster is not None:  # this node's service, started on the cluster
+                    self._session = await self._cluster.open(self._tg)
+                    self._connect = self._session.local_socket
+                remote = RemoteBackend(self._connect or "", self._poll_window)
                 await remote.start(self._tg)
             except BaseException:
+                await self._close_session()
                 self._tg.cancel_scope.cancel()
                 await self._tg.__aexit__(None, None, None)
                 raise
@@ -238,7 +255,16 @@ class Runtime:
         if self._closer is not None:
             self._closer()
         core.backend = None
+        await self._close_session()  # after the client let go of this node's service
         await tg.__aexit__(None, None, None)  # supervisors reap their workers, shielded
+
+    async def _close_session(self) -> None:
+        """Stop the cluster's services this runtime started (cluster runtimes only)."""
+        session, self._session = self._session, None
+        if session is not None:
+            self._connect = None
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
 
     async def compile(self, model: Model, *,
                       preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
@@ -329,6 +355,9 @@ class Runtime:
         else:
             compiled = await self._compile_whole(model, options, deadline, token)
         self._core.models.add(compiled, name or compiled.name)
+        if self._session is not None:
+            compiled.route = self._session.route(compiled, {**options,
+                                                            "shape_variants": shape_variants})
         if batching is not None and layout is not None and self._connect is not None:
             # batched by the service, with every client's requests
             await serve_batched(self._core, compiled, layout, batching, options, shape_variants)
@@ -498,7 +527,8 @@ class Runtime:
     def _with_models(self, stats: RuntimeStatistics) -> RuntimeStatistics:
         """``stats`` with this runtime's live compiled models (recorded in this process, in
         shared mode too)."""
-        return dataclasses.replace(stats, models=self._core.models.snapshot())
+        nodes = {} if self._session is None else self._session.statistics()
+        return dataclasses.replace(stats, models=self._core.models.snapshot(), nodes=nodes)
 
     @staticmethod
     def sync(**runtime_kwargs: Any) -> SyncRuntime:

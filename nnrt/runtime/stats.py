@@ -8,7 +8,8 @@ from typing import Any
 
 from nnrt.runtime.metrics import ModelStatistics
 
-__all__ = ["LOAD_REPORT_STALE", "ModelStatistics", "PoolStatistics", "RuntimeStatistics"]
+__all__ = ["LOAD_REPORT_STALE", "ModelStatistics", "NodeStatistics", "PoolStatistics",
+           "RuntimeStatistics"]
 
 #: Seconds after which a worker's latest load report no longer tells its load.
 LOAD_REPORT_STALE = 1.0
@@ -50,6 +51,36 @@ class PoolStatistics:
 
 
 @dataclass(frozen=True)
+class NodeStatistics:
+    """One node of a cluster runtime (``Runtime(cluster=...)``, docs/cluster.md) at one moment.
+
+    ``local`` counts the executes this client sent to its own node's service over the Unix
+    socket (shared mode's path); ``via_ray`` those sent to the node's actor through Ray. A
+    request retried elsewhere after its node was lost counts once per node it was sent to.
+    """
+
+    node: str
+    #: The name of the node's Ray actor (``ray.get_actor(name)``).
+    actor: str
+    #: Whether this client's requests reach the node over its Unix socket (the client's node).
+    is_local: bool
+    #: "up", "restarting" (its actor died and Ray restarts it) or "lost" (for good).
+    state: str
+    workers: int
+    #: Requests this client keeps in flight on the node at most (per-node backpressure).
+    capacity: int
+    in_flight: int
+    local: int = 0
+    via_ray: int = 0
+    #: Requests that failed on this node (its loss included).
+    failed: int = 0
+    #: Requests in flight when the node was lost, then sent to another node.
+    retried: int = 0
+    #: Times the node's actor came back after dying.
+    restarts: int = 0
+
+
+@dataclass(frozen=True)
 class RuntimeStatistics:
     """Every pool of a runtime (or of the shared service it is connected to)."""
 
@@ -57,6 +88,8 @@ class RuntimeStatistics:
     #: The runtime's live compiled models by name (:class:`~nnrt.runtime.metrics.
     #: ModelStatistics`); in shared mode those of this client, recorded in this process.
     models: dict[str, ModelStatistics] = field(default_factory=dict)
+    #: A cluster runtime's nodes by node id (empty otherwise; see :class:`NodeStatistics`).
+    nodes: dict[str, NodeStatistics] = field(default_factory=dict)
 
     @property
     def completed(self) -> int:

@@ -79,6 +79,11 @@ class RemoteBackend:
         self._tg = tg
         await self.refresh_statistics()  # statistics() is never empty
 
+    @property
+    def lost(self) -> str | None:
+        """Why the connection to the service ended (None while it is up)."""
+        return None if self._client is None else self._client.lost
+
     def _require(self) -> RequestClient:
         if self._client is None:
             raise UnavailableDevice("not connected")

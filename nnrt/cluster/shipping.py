@@ -1,0 +1,105 @@
+"""What crosses the network between a client and another node's actor, and how it is checked.
+
+- A model travels once as the bytes of nnrt's own model file (``nnrt.save``; the receiving
+  node parses them with ``nnrt.load``, which treats them as untrusted input), put in Ray's
+  object store once per compiled model and fetched by each node when it prepares the model
+  (``NodeService.prepare``, once per actor process), named by the SHA-256 of the bytes
+  (checked on arrival). Executes then name the prepared model by a short handle.
+- Inputs are numpy arrays; those of at least :data:`PUT_BYTES` are put in the object store
+  once per request, so that a retry on another node sends a reference, not the data again,
+  and the receiving node reads them zero-copy.
+- A reply is ``("ok", [arrays])`` or ``("error", kind, message)``: an nnrt error is sent as
+  its class name and message and raised again by the client from :data:`ERRORS` (no
+  exception object crosses).
+
+Ray pickles its own calls (the arguments above and the replies): that is Ray's trust
+boundary, the cluster's (docs/cluster.md, "Security").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nnrt.errors import (
+    BadData,
+    BadState,
+    CacheError,
+    DeadlineMissed,
+    NnrtError,
+    OpFailed,
+    OutputInsufficientSize,
+    ResourceExhausted,
+    UnavailableDevice,
+    Unmappable,
+    Unsupported,
+)
+from nnrt.model.file import load
+from nnrt.model.file_writer import save
+from nnrt.model.model import Model
+
+__all__ = ["ERRORS", "PUT_BYTES", "check_digest", "error_reply", "model_bytes", "model_from",
+           "raise_reply"]
+
+#: Inputs at least this large are put in Ray's object store once per request (Ray sends
+#: smaller arguments inline with the call).
+PUT_BYTES = 100 * 1024
+#: The nnrt errors a node's reply may name, by class name.
+ERRORS: dict[str, type[NnrtError]] = {cls.__name__: cls for cls in (
+    BadData, BadState, CacheError, DeadlineMissed, OpFailed, OutputInsufficientSize,
+    ResourceExhausted, UnavailableDevice, Unmappable, Unsupported)}
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def model_bytes(model: Model) -> tuple[str, bytes]:
+    """``model`` as the bytes of an nnrt model file, with their SHA-256 (hex)."""
+    with tempfile.TemporaryDirectory(prefix="nnrt-ship-") as directory:
+        path = Path(directory) / "model.nnrt"
+        save(model, path)
+        data = path.read_bytes()
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def check_digest(digest: object) -> str:
+    """A model's digest as received (``BadData`` unless 64 lowercase hex digits)."""
+    if not (isinstance(digest, str) and _DIGEST.fullmatch(digest)):
+        raise BadData(f"a model digest is 64 hex digits, got {digest!r:.80}")
+    return digest
+
+
+def model_from(data: object, digest: str, directory: str) -> Model:
+    """The model of model-file bytes received for ``digest``: checked against it, written into
+    ``directory`` (the node service's own) and loaded from there (``nnrt.load``)."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise BadData(f"model {digest[:12]}: expected the bytes of an nnrt model file, got "
+                      f"{type(data).__name__}")
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise BadData(f"model {digest[:12]}: the bytes received do not match their digest")
+    target = Path(directory) / f"{digest}.nnrt"
+    if not target.exists():
+        partial = target.with_suffix(".partial")
+        partial.write_bytes(data)
+        partial.replace(target)
+    return load(target)
+
+
+def error_reply(exc: NnrtError) -> tuple[str, str, str]:
+    """The reply of an execute that failed with ``exc``."""
+    kind = type(exc).__name__
+    return ("error", kind if kind in ERRORS else "OpFailed", str(exc))
+
+
+def raise_reply(reply: object, where: str) -> list[np.ndarray[Any, Any]]:
+    """The outputs of a node's reply, or its error raised again (``where`` names the node)."""
+    if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok" and isinstance(
+            reply[1], list) and all(isinstance(a, np.ndarray) for a in reply[1]):
+        return reply[1]
+    if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "error" and all(
+            isinstance(v, str) for v in reply[1:]):
+        raise ERRORS.get(reply[1], OpFailed)(f"{where}: {reply[2]}")
+    raise UnavailableDevice(f"{where}: malformed reply ({type(reply).__name__})")
