@@ -119,6 +119,12 @@ class Value:
         """Whether every dimension is known."""
         return all(d > 0 for d in self.shape) or (0 in self.shape and self.known)
 
+    def folded(self, array: Any) -> Value:
+        """A known value of this value's name and dtype holding ``array`` (a fresh C-ordered
+        copy in that dtype; rank 0 stays rank 0): a result folded at import time."""
+        arr = np.array(array, self.dtype, order="C")
+        return Value(self.name, self.dtype, tuple(arr.shape), const=arr)
+
     def array(self) -> Array:
         """The known value; ``NodeUnsupported`` when it is only known at execution."""
         if self.const is None:

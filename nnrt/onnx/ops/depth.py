@@ -20,16 +20,6 @@ __all__ = ["depth_to_space", "space_to_depth"]
 Array = np.ndarray[Any, Any]
 
 
-def _known(like: Value, array: Any) -> Value:
-    """A known result of ``like``'s dtype."""
-    arr = np.array(array, like.dtype, order="C")
-    return Value(like.name, like.dtype, tuple(arr.shape), const=arr)
-
-
-def _ints(array: Any) -> Array:
-    return np.asarray(array, np.int32)
-
-
 def _blocks(n: NodeContext, x: Value) -> tuple[tuple[int, ...], int]:
     dims = shape_of(n, x)
     block = int(n.attr("blocksize", 0))
@@ -51,10 +41,10 @@ def depth_to_space(n: NodeContext) -> list[Value]:
     if x.const is not None:
         split = (batch, b, b, depth, h, w) if mode == "DCR" else (batch, depth, b, b, h, w)
         order = (0, 3, 4, 1, 5, 2) if mode == "DCR" else (0, 1, 4, 2, 5, 3)
-        return [_known(x, x.const.reshape(split).transpose(order)
+        return [x.folded(x.const.reshape(split).transpose(order)
                        .reshape(batch, depth, h * b, w * b))]
     # DCR channel (i * b + j) * depth + k holds CRD channel k * b * b + i * b + j
-    crd = _ints(np.arange(c).reshape(depth, b * b).T.reshape(-1))
+    crd = np.arange(c, dtype=np.int32).reshape(depth, b * b).T.reshape(-1)
 
     def build(vs: list[Value], _: Any) -> list[Value]:
         y = vs[0] if mode == "DCR" else n.graph.op(Op.GATHER, vs[0], 1, crd)
@@ -76,10 +66,10 @@ def space_to_depth(n: NodeContext) -> list[Value]:
         n.fail(f"blocksize {b} does not divide height {h} and width {w}")
     if x.const is not None:
         order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
-        return [_known(x, x.const.reshape(batch, c, h // b, b, w // b, b)
+        return [x.folded(x.const.reshape(batch, c, h // b, b, w // b, b)
                        .transpose(order).reshape(batch, c * b * b, h // b, w // b))]
     # CRD channel k * b * b + i * b + j is DCR channel (i * b + j) * c + k
-    crd = _ints(np.arange(c * b * b).reshape(b * b, c).T.reshape(-1))
+    crd = np.arange(c * b * b, dtype=np.int32).reshape(b * b, c).T.reshape(-1)
 
     def build(vs: list[Value], _: Any) -> list[Value]:
         y = n.graph.op(Op.SPACE_TO_DEPTH, vs[0], b, True)

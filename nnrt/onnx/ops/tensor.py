@@ -39,12 +39,6 @@ _I32 = np.dtype(np.int32)
 _BOOL = np.dtype(np.bool_)
 
 
-def _known(like: Value, array: Any) -> Value:
-    """A known result of ``like``'s dtype (a fresh C-ordered array; rank 0 stays rank 0)."""
-    arr = np.array(array, like.dtype, order="C")
-    return Value(like.name, like.dtype, tuple(arr.shape), const=arr)
-
-
 def _ints(array: Any) -> Array:
     return np.asarray(array, np.int32)
 
@@ -80,7 +74,7 @@ def transpose(n: NodeContext) -> list[Value]:
     if sorted(perm) != list(range(x.rank)):
         n.fail(f"perm {perm} is not a permutation of the {x.rank} axes")
     if x.const is not None:
-        return [_known(x, np.transpose(x.const, perm))]
+        return [x.folded(np.transpose(x.const, perm))]
     if perm == sorted(perm):
         return [x]
     dims = x.shape  # an unknown dim (0) counts as moving data
@@ -101,7 +95,7 @@ def concat(n: NodeContext) -> list[Value]:
     axis = _axis(n, int(_required(n, "axis")), rank)
     consts = [v.const for v in values if v.const is not None]
     if len(consts) == len(values):
-        return [_known(values[0], np.concatenate(consts, axis=axis))]
+        return [values[0].folded(np.concatenate(consts, axis=axis))]
     parts = [v for v in values if v.const is None or v.const.size]
     if len(parts) == 1:
         return [parts[0]]
@@ -152,7 +146,7 @@ def split(n: NodeContext) -> list[Value]:
     sizes = _split_sizes(n, dims[axis], len(n.node.output))
     starts = np.cumsum([0, *sizes[:-1]]).tolist()
     if x.const is not None:
-        return [_known(x, np.take(x.const, range(b, b + s), axis=axis))
+        return [x.folded(np.take(x.const, range(b, b + s), axis=axis))
                 for b, s in zip(starts, sizes, strict=True)]
     if len(set(sizes)) == 1 and sizes[0]:
         return carried(n, [x], lambda vs, _: n.graph.ops(Op.SPLIT, vs[0], axis, len(sizes),
@@ -160,7 +154,7 @@ def split(n: NodeContext) -> list[Value]:
     results = []
     for b, s in zip(starts, sizes, strict=True):
         if s == 0:
-            results.append(_known(x, np.empty((*dims[:axis], 0, *dims[axis + 1:]), x.dtype)))
+            results.append(x.folded(np.empty((*dims[:axis], 0, *dims[axis + 1:]), x.dtype)))
         else:
             results.append(_sliced(n, x, [(b if i == axis else 0, s if i == axis else d, 1)
                                           for i, d in enumerate(dims)]))
@@ -251,9 +245,9 @@ def slice_(n: NodeContext) -> list[Value]:
         b, e = min(max(b, 0), d if st > 0 else d - 1), min(max(e, lo), hi)
         ranges[a] = (b, len(range(b, e, st)), st)
     if any(c == 0 for _, c, _ in ranges):
-        return [_known(x, np.empty([c for _, c, _ in ranges], x.dtype))]
+        return [x.folded(np.empty([c for _, c, _ in ranges], x.dtype))]
     if x.const is not None:
-        return [_known(x, x.const[tuple(slice(b, b + c * st if b + c * st >= 0 else None, st)
+        return [x.folded(x.const[tuple(slice(b, b + c * st if b + c * st >= 0 else None, st)
                                          for b, c, st in ranges)])]
     y = _sliced(n, x, ranges)
     if x.hint is not None and len(dims) == 1:
@@ -357,7 +351,7 @@ def gather(n: NodeContext) -> list[Value]:
             n.fail(f"index {int(bad[0])} is out of range for axis {axis} of size {size}")
         a = np.where(a < 0, a + size, a)
         if x.const is not None:
-            return [_known(x, np.take(x.const, a, axis=axis))]
+            return [x.folded(np.take(x.const, a, axis=axis))]
         indices = Value("", _I32, a.shape, const=a.astype(np.int32))
         if x.hint is not None and len(dims) == 1 and all(x.hint[int(i)] is not None
                                                           for i in a.reshape(-1)):
@@ -398,7 +392,7 @@ def gather_nd(n: NodeContext) -> list[Value]:
             batches = math.prod(dims[:b])
             data, tuples = x.const.reshape((batches, *dims[b:])), a.reshape(batches, -1, k)
             picked = [data[i][tuple(tuples[i].T)] for i in range(batches)]
-            return [_known(x, np.stack(picked).reshape(out_shape))]
+            return [x.folded(np.stack(picked).reshape(out_shape))]
         idx = Value("", _I32, a.shape, const=a.astype(np.int32))
     y = n.graph.op(Op.NNRT_GATHER_ND, x, idx, b, shape=() if not out_shape else None)
     return [Value(y.name, x.dtype, y.shape, tensor=y.tensor)]
@@ -414,7 +408,7 @@ def tile(n: NodeContext) -> list[Value]:
         n.fail(f"repeats {repeats} must hold one non-negative count per dim of {list(dims)}")
     if x.const is not None or 0 in repeats:
         base = x.const if x.const is not None else np.empty(dims, x.dtype)
-        return [_known(x, np.tile(base, repeats))]
+        return [x.folded(np.tile(base, repeats))]
     if all(r == 1 for r in repeats):
         return [x]
     return carried(n, [x], lambda vs, _: [n.graph.op(Op.TILE, vs[0], _ints(repeats))],
@@ -477,7 +471,7 @@ def pad(n: NodeContext) -> list[Value]:
     if all(w == (0, 0) for w in widths):
         return [x]
     if 0 in out:
-        return [_known(x, np.empty(out, x.dtype))]
+        return [x.folded(np.empty(out, x.dtype))]
     if mode != "constant":
         for d, (b, a) in zip(dims, widths, strict=True):
             left = d - max(-b, 0) - max(-a, 0)
@@ -490,7 +484,7 @@ def pad(n: NodeContext) -> list[Value]:
     grown = _ints([[max(b, 0), max(a, 0)] for b, a in widths])
     if x.const is not None:
         box = x.const[tuple(slice(s, s + c) for s, c, _ in kept)]
-        return [_known(x, np.pad(box, grown, constant_values=np.asarray(value, x.dtype)))]
+        return [x.folded(np.pad(box, grown, constant_values=np.asarray(value, x.dtype)))]
     y = _sliced(n, x, kept)
     if not grown.any():
         return [y]
@@ -537,7 +531,7 @@ def _index_pad(n: NodeContext, x: Value, mode: str, widths: list[tuple[int, int]
         y = x.const
         for axis, (b, a) in enumerate(widths):
             y = np.take(y, _pad_index(mode, dims[axis], b, a), axis=axis)
-        return _known(x, y)
+        return x.folded(y)
     if mode == "reflect" and all(0 <= w < d for d, pair in zip(dims, widths, strict=True)
                                  for w in pair):
         pads = _ints(widths)
