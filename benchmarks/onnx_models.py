@@ -21,9 +21,11 @@ stage-2 autotuning finish, with one worker per driver (one thread each, the defa
 onnxruntime: ``InferenceSession`` with ``intra_op_num_threads`` 1 and 2 (sequential
 execution), ``run`` timed the same way, in the same process and run. LiteRT: when nnrt runs
 the model as one litert step, the same flatbuffer in an in-process ``Interpreter`` (one
-thread), ``set_tensor`` / ``invoke`` / ``get_tensor``. The round trip: a 1x4 ADD through the
-same runtime (the reference driver), the floor under any step. Reports medians and checks that
-nnrt's outputs match onnxruntime's within 1e-4.
+thread), ``set_tensor`` / ``invoke`` / ``get_tensor``. All of them are timed in turns of ten
+calls each (``timing.in_turns``): this VM runs the same code at either of two speeds ~1.4x
+apart for seconds at a time, so nnrt / onnxruntime is the median of the turns' ratios. The
+round trip: a 1x4 ADD through the same runtime (the reference driver), the floor under any
+step. Reports medians and checks that nnrt's outputs match onnxruntime's within 1e-4.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from builders import resnet_cnn, transformer_block  # noqa: E402
-from timing import litert_runner, median_execute_ms, median_ms, round_trip_ms  # noqa: E402
+from timing import in_turns, litert_runner, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 Case = tuple[str, bytes, dict[str, Array]]
@@ -152,20 +154,23 @@ CORPUS: dict[str, tuple[str, str, str, list[dict[str, Array]]]] = {
 }
 
 
-def _ort(data: bytes, feeds: dict[str, Array], threads: int,
-         runs: int) -> tuple[float, list[Array]]:
+def _ort(data: bytes, feeds: dict[str, Array], threads: int) -> tuple[Any, list[Array]]:
+    """An onnxruntime session on ``threads`` intra-op threads (0: its default, every core)
+    as a call running ``feeds``, and its outputs."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # its pool's threads would spin on in the turns of the other runners (nnrt's worker
+    # among them) and take their CPU: they sleep between runs here
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    outputs = session.run(None, feeds)
-    return median_ms(lambda: session.run(None, feeds), runs), outputs
+    return (lambda: session.run(None, feeds)), session.run(None, feeds)
 
 
-def _litert(model: nnrt.Model, inputs: dict[str, Array], runs: int) -> float | None:
-    """LiteRT in-process on the flatbuffer nnrt's litert driver writes for the whole model
-    (None when ai-edge-litert is not installed)."""
+def _litert(model: nnrt.Model, inputs: dict[str, Array]) -> Callable[[], Any] | None:
+    """LiteRT in-process on the flatbuffer nnrt's litert driver writes for the whole model, as
+    a call (None when ai-edge-litert is not installed)."""
     try:
         from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415 - optional
 
@@ -177,11 +182,31 @@ def _litert(model: nnrt.Model, inputs: dict[str, Array], runs: int) -> float | N
     names = [model.operands[k].name for k in model.inputs]
     values = [np.asarray(inputs[name], d["dtype"]) for d, name in zip(
         interpreter.get_input_details(), names, strict=True)]
-    return median_ms(litert_runner(interpreter, values), runs)
+    return litert_runner(interpreter, values)
+
+
+async def _timed(compiled: nnrt.CompiledModel, inputs: dict[str, Array],
+                 peers: dict[str, Callable[[], Any] | None], runs: int
+                 ) -> tuple[dict[str, float | None], float | None]:
+    """Medians (ms) of nnrt's executes and each peer's calls timed in turns
+    (:func:`timing.in_turns`), and nnrt's ratio to onnxruntime on one thread (the median
+    over the turns)."""
+    async def execute() -> None:
+        await compiled.execute(inputs)
+
+    present = {key: run for key, run in peers.items() if run is not None}
+    medians, ratio = await in_turns({"nnrt": execute, **present}, runs, ("nnrt", "ort1"))
+    shown: dict[str, float | None] = dict.fromkeys(peers)
+    shown.update(medians)
+    return shown, ratio
 
 
 async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtime,
-                device: str | None) -> tuple[float, list[Array], str, float | None]:
+                device: str | None) -> tuple[dict[str, float | None], float | None, list[Array],
+                                             list[Array], str]:
+    """nnrt, onnxruntime on 1 and 2 threads and LiteRT in-process (when the whole model is one
+    litert step) timed in turns: medians, nnrt's ratio to onnxruntime-1, nnrt's outputs,
+    onnxruntime's, and the placement."""
     shapes = {k: list(v.shape) for k, v in feeds.items() if v.ndim}
     model = nnrt.onnx.load(onnx.load_model_from_string(data), input_shapes=shapes)
     inputs = {k: (v if v.ndim else v.reshape(1)) for k, v in feeds.items()}
@@ -196,12 +221,13 @@ async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtim
     for _ in range(WARM_EXECUTIONS):
         await compiled.execute(inputs)
     await anyio.sleep(STAGE2_SECONDS)
-    median = await median_execute_ms(compiled, inputs, runs)
+    ort1, want = _ort(data, feeds, 1)
+    ort2, _ = _ort(data, feeds, 2)
+    alone = _litert(model, inputs) if [s.driver for s in steps] == ["litert"] else None
+    medians, ratio = await _timed(compiled, inputs, {"ort1": ort1, "ort2": ort2,
+                                                     "litert": alone}, runs)
     await compiled.release()
-    alone = None
-    if [s.driver for s in steps] == ["litert"]:
-        alone = _litert(model, inputs, runs)
-    return median, [np.asarray(o) for o in outputs], placement, alone
+    return medians, ratio, [np.asarray(o) for o in outputs], want, placement
 
 
 async def _corpus_rows(key: str, runs: int, rt: nnrt.Runtime,
@@ -220,40 +246,52 @@ async def _corpus_rows(key: str, runs: int, rt: nnrt.Runtime,
     rows = []
     for feeds in shapes:
         label = " ".join("x".join(map(str, v.shape)) for v in feeds.values())
-        ort1, want = _ort(data, feeds, 1, runs)
-        ortn, _ = _ort(data, feeds, 0, runs)  # 0: onnxruntime's default, every core
+        ort1, want = _ort(data, feeds, 1)
+        ortn, _ = _ort(data, feeds, 0)  # 0: onnxruntime's default, every core
         start = time.perf_counter()
         got = await compiled.execute(feeds)
         first = (time.perf_counter() - start) * 1e3
         for _ in range(WARM_EXECUTIONS):
             await compiled.execute(feeds)
         await anyio.sleep(STAGE2_SECONDS)
-        ours = await median_execute_ms(compiled, feeds, runs)
         for w, g in zip(want, got, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
         variant = compiled.variants.latest if compiled.variants is not None else compiled
         steps = variant.placement().steps
         placement = ", ".join(f"{s.driver}:{len(s.operations)}" for s in steps)
-        alone = _litert(variant.model, feeds, runs) if [s.driver for s in steps] == [
+        alone = _litert(variant.model, feeds) if [s.driver for s in steps] == [
             "litert"] else None
-        rows.append((name, label, ours, ort1, ortn, alone, first, placement))
-        print(f"# {name} {label}: nnrt {ours:.3f} ms (first {first:.0f} ms), ort1 {ort1:.3f}, "
-              f"ort {ortn:.3f}, litert {alone} [{placement}]", file=sys.stderr)
+        medians, ratio = await _timed(compiled, feeds, {"ort1": ort1, "ortn": ortn,
+                                                        "litert": alone}, runs)
+        rows.append((name, label, medians, ratio, first, placement))
+        print(f"# {name} {label}: {medians} ratio {ratio} (first {first:.0f} ms) "
+              f"[{placement}]", file=sys.stderr)
     await compiled.release()
     return rows
 
 
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _verdict(ratio: float | None, ort1: float | None) -> tuple[str, str]:
+    """The ratio cell and the target cell: nnrt <= max(1.2 x ort-1, ort-1 + 0.1 ms), as a
+    ratio to onnxruntime on one thread."""
+    if ratio is None or ort1 is None:
+        return "-", "-"
+    bound = max(1.2, 1 + 0.1 / ort1)
+    return f"{ratio:.2f}x", f"{'yes' if ratio <= bound else 'no'} (<= {bound:.2f}x)"
+
+
 def _print_corpus(rows: list[tuple[Any, ...]], label: str) -> None:
     print(f"\n| model | input shapes | nnrt {label} (ms) | onnxruntime 1 thread (ms) | "
-          "onnxruntime all cores (ms) | LiteRT in-process (ms) | nnrt / ort-1 | target met | "
-          "first request of the shape (ms) | steps (driver:ops) |")
+          "onnxruntime all cores (ms) | LiteRT in-process (ms) | nnrt / ort-1 (median of "
+          "turns) | target met | first request of the shape (ms) | steps (driver:ops) |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|---|")
-    for name, shapes, ours, ort1, ortn, alone, first, placement in rows:
-        target = max(1.2 * ort1, ort1 + 0.1)
-        lite = "-" if alone is None else f"{alone:.3f}"
-        print(f"| {name} | {shapes} | {ours:.3f} | {ort1:.3f} | {ortn:.3f} | {lite} | "
-              f"{ours / ort1:.2f}x | {'yes' if ours <= target else 'no'} (<= {target:.3f}) | "
-              f"{first:.0f} | {placement} |")
+    for name, shapes, medians, ratio, first, placement in rows:
+        cells = " | ".join(_ms(medians[k]) for k in ("nnrt", "ort1", "ortn", "litert"))
+        shown, met = _verdict(ratio, medians["ort1"])
+        print(f"| {name} | {shapes} | {cells} | {shown} | {met} | {first:.0f} | {placement} |")
 
 
 async def main() -> None:
@@ -283,26 +321,24 @@ async def main() -> None:
                     continue
                 name, data, feeds = case
                 runs = args.runs if key != "ocr" else max(5, args.runs // 10)
-                ort1, want = _ort(data, feeds, 1, runs)
-                ort2, _ = _ort(data, feeds, 2, runs)
-                ours, got, placement, alone = await _nnrt(data, feeds, runs, rt, args.device)
+                medians, ratio, got, want, placement = await _nnrt(data, feeds, runs, rt,
+                                                                   args.device)
                 for w, g in zip(want, got, strict=True):
                     np.testing.assert_allclose(g.reshape(w.shape), w, rtol=1e-4, atol=1e-4)
-                rows.append((name, batch, ours, ort1, ort2, alone, placement))
-                print(f"# {name} b{batch}: nnrt {ours:.3f} ms, ort1 {ort1:.3f}, ort2 {ort2:.3f}, "
-                      f"litert in-process {alone} [{placement}]", file=sys.stderr)
+                rows.append((name, batch, medians, ratio, placement))
+                print(f"# {name} b{batch}: {medians} ratio {ratio} [{placement}]",
+                      file=sys.stderr)
     label = args.device or "defaults"
     print(f"| model | batch | nnrt {label} (ms) | onnxruntime 1 thread (ms) | "
-          "onnxruntime 2 threads (ms) | LiteRT in-process (ms) | nnrt / ort-1 | target met "
-          "| nnrt - LiteRT (ms) | steps (driver:ops) |")
+          "onnxruntime 2 threads (ms) | LiteRT in-process (ms) | nnrt / ort-1 (median of "
+          "turns) | target met | nnrt - LiteRT (ms) | steps (driver:ops) |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|---|")
-    for name, batch, ours, ort1, ort2, alone, placement in rows:
-        target = max(1.2 * ort1, ort1 + 0.1)
-        lite = "-" if alone is None else f"{alone:.3f}"
-        gap = "-" if alone is None else f"{ours - alone:.3f}"
-        print(f"| {name} | {batch} | {ours:.3f} | {ort1:.3f} | {ort2:.3f} | {lite} | "
-              f"{ours / ort1:.2f}x | {'yes' if ours <= target else 'no'} (<= {target:.3f}) | "
-              f"{gap} | {placement} |")
+    for name, batch, medians, ratio, placement in rows:
+        cells = " | ".join(_ms(medians[k]) for k in ("nnrt", "ort1", "ort2", "litert"))
+        shown, met = _verdict(ratio, medians["ort1"])
+        ours, alone = medians["nnrt"], medians["litert"]
+        gap = "-" if alone is None or ours is None else f"{ours - alone:.3f}"
+        print(f"| {name} | {batch} | {cells} | {shown} | {met} | {gap} | {placement} |")
     if corpus:
         _print_corpus(corpus, label)
     print(f"\nRound trip (1x4 ADD on the reference driver, same runtime): {trip:.3f} ms. "

@@ -13,8 +13,9 @@ that lets the cpu driver's stage-2 autotuning finish. LiteRT: ``Interpreter`` at
 ``get_tensor`` timed the same way, on the original file and on the flatbuffer nnrt's litert
 driver writes for the imported model (when it is one litert partition): the difference between
 that column and nnrt's is the runtime's cost, between it and LiteRT's the compiler's. The three
-are timed in turns, :data:`BLOCK` calls each (a shared machine's slow spells then fall on all
-three alike; LiteRT alone, when nnrt cannot compile the model). The error column is nnrt's
+are timed in turns of ten calls each (``timing.in_turns``: a shared machine's slow spells then
+fall on all three alike; LiteRT alone, when nnrt cannot compile the model), and nnrt's ratio to
+LiteRT is the median of the turns' ratios. The error column is nnrt's
 largest output error against LiteRT's reference kernels (``BUILTIN_REF``; XNNPACK for the selfie
 models), relative to each output's scale. Reports medians; before ``nnrt.tflite`` exists the
 nnrt columns say "nnrt.tflite missing". Target: nnrt <= 1.2 x LiteRT (+ one round trip under 1 ms).
@@ -25,9 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -45,13 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from litert_oracle import CORPUS, corpus_modules, inputs_for, litert_run, scaled_error  # noqa: E402
-from timing import litert_runner, median_ms, round_trip_ms  # noqa: E402
+from timing import in_turns, litert_runner, median_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
-#: Calls per block of the timing: nnrt's executes, then LiteRT's on the original file, then on
-#: nnrt's flatbuffer, block after block, so that a shared machine's slow spells fall on all
-#: three alike (back to back within a block, as a worker's poll window expects).
-BLOCK = 10
 #: Executions before timing (the cpu driver starts optimising after 32) and the seconds then
 #: given to its background stage-2 autotuning.
 WARM_EXECUTIONS = 40
@@ -95,31 +90,25 @@ def _regenerated(model: nnrt.Model, feeds: dict[str, Array]) -> Callable[[], Any
 
 async def _interleaved(compiled: nnrt.CompiledModel, feeds: dict[str, Array],
                        runners: dict[str, Callable[[], Any] | None],
-                       runs: int) -> dict[str, float | None]:
+                       runs: int) -> tuple[dict[str, float | None], float | None]:
     """Medians (ms) of ``runs`` timed executes of ``compiled`` and calls of each runner, in
-    blocks of :data:`BLOCK`; None for an absent runner."""
+    turns (:func:`timing.in_turns`; None for an absent runner), and nnrt's ratio to LiteRT on
+    the original file, the median over the turns (None when LiteRT cannot run it)."""
     present = {key: run for key, run in runners.items() if run is not None}
-    times: dict[str, list[int]] = {"nnrt": [], **{key: [] for key in present}}
-    for run in present.values():
-        for _ in range(BLOCK):
-            run()
-    for _ in range(max(1, runs // BLOCK)):
-        for _ in range(BLOCK):
-            start = time.perf_counter_ns()
-            await compiled.execute(feeds)
-            times["nnrt"].append(time.perf_counter_ns() - start)
-        for key, run in present.items():
-            for _ in range(BLOCK):
-                start = time.perf_counter_ns()
-                run()
-                times[key].append(time.perf_counter_ns() - start)
-    medians: dict[str, float | None] = dict.fromkeys(runners)
-    medians.update({key: statistics.median(t) / 1e6 for key, t in times.items()})
-    return medians
+
+    async def execute() -> None:
+        await compiled.execute(feeds)
+
+    medians, ratio = await in_turns({"nnrt": execute, **present}, runs,
+                                    ("nnrt", "original") if "original" in present else None)
+    shown: dict[str, float | None] = dict.fromkeys(runners)
+    shown.update(medians)
+    return shown, ratio
 
 
 async def _nnrt(model: nnrt.Model, path: Path, feeds: dict[str, Array], runs: int,
-                rt: nnrt.Runtime) -> tuple[dict[str, float | None], list[Array], str]:
+                rt: nnrt.Runtime) -> tuple[dict[str, float | None], float | None, list[Array],
+                                           str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a PartitionWarning is part of what we measure
         compiled = await rt.compile(model)
@@ -129,9 +118,9 @@ async def _nnrt(model: nnrt.Model, path: Path, feeds: dict[str, Array], runs: in
         await compiled.execute(feeds)
     await anyio.sleep(STAGE2_SECONDS)
     runners = {"original": _original(path, feeds), "regenerated": _regenerated(model, feeds)}
-    medians = await _interleaved(compiled, feeds, runners, runs)
+    medians, ratio = await _interleaved(compiled, feeds, runners, runs)
     await compiled.release()
-    return medians, [np.asarray(o) for o in outputs], placement
+    return medians, ratio, [np.asarray(o) for o in outputs], placement
 
 
 def _ms(value: float | None, absent: str = "-") -> str:
@@ -150,7 +139,7 @@ async def _row(name: str, modules: Path, tflite: ModuleType | None, runs: int,
         return f"| {name} | {size} | nnrt.tflite missing | {alone} | - | - | - | - | - |"
     try:
         model = tflite.load(path)
-        times, got, placement = await _nnrt(model, path, feeds, runs, rt)
+        times, ratio, got, placement = await _nnrt(model, path, feeds, runs, rt)
     except nnrt.NnrtError as exc:
         why = str(exc).splitlines()[0][:80]
         return f"| {name} | {size} | {type(exc).__name__}: {why} | {alone} | - | - | - | - | - |"
@@ -160,17 +149,17 @@ async def _row(name: str, modules: Path, tflite: ModuleType | None, runs: int,
     if info.oracle is not None:
         want = litert_run(path, feeds, info.oracle)
         error = f"{max(scaled_error(g, w) for g, w in zip(got, want, strict=True)):.1e}"
-    if ours is None or lite is None:
+    if ours is None or lite is None or ratio is None:
         return f"| {name} | {size} | {cells} | - | - | {error} | {placement} |"
-    target = 1.2 * lite + (trip if lite < 1.0 else 0.0)
+    bound = 1.2 + (trip / lite if lite < 1.0 else 0.0)  # as a ratio to LiteRT's time
     print(f"# {name}: nnrt {ours:.3f} ms, LiteRT {lite:.3f} ms [{placement}]", file=sys.stderr)
-    return f"| {name} | {size} | {cells} | {ours / lite:.2f}x | " \
-           f"{'yes' if ours <= target else 'no'} (<= {target:.3f}) | {error} | {placement} |"
+    return f"| {name} | {size} | {cells} | {ratio:.2f}x | " \
+           f"{'yes' if ratio <= bound else 'no'} (<= {bound:.2f}x) | {error} | {placement} |"
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--models", default=",".join(CORPUS), help=f"any of {', '.join(CORPUS)}")
     args = parser.parse_args()
     modules = corpus_modules()
@@ -184,8 +173,8 @@ async def main() -> None:
         for name in args.models.split(","):
             rows.append(await _row(name, modules, tflite, args.runs, rt, trip))
     print("| model | MB | nnrt defaults (ms) | LiteRT XNNPACK 1 thread (ms) | LiteRT on nnrt's "
-          "flatbuffer (ms) | nnrt / LiteRT | target met | error vs LiteRT reference | steps "
-          "(driver:ops) |")
+          "flatbuffer (ms) | nnrt / LiteRT (median of turns) | target met | error vs LiteRT "
+          "reference | steps (driver:ops) |")
     print("|---|---:|---:|---:|---:|---:|---|---:|---|")
     print("\n".join(rows))
     print(f"\nRound trip (1x4 ADD on the reference driver, same runtime): {trip:.3f} ms. "

@@ -1,5 +1,6 @@
 """Timing shared by the model benchmarks (``onnx_models.py``, ``quantized.py``,
-``tflite_models.py``): medians of timed calls after a few untimed ones, and one round trip.
+``tflite_models.py``): medians of timed calls after a few untimed ones, calls timed in turns
+against each other, and one round trip.
 
 Imported as a sibling module: the scripts run as ``python benchmarks/<name>.py``, which puts
 ``benchmarks/`` first on ``sys.path``.
@@ -7,6 +8,7 @@ Imported as a sibling module: the scripts run as ``python benchmarks/<name>.py``
 
 from __future__ import annotations
 
+import inspect
 import statistics
 import time
 from collections.abc import Callable
@@ -16,7 +18,14 @@ import numpy as np
 
 import nnrt
 
-__all__ = ["litert_runner", "median_execute_ms", "median_ms", "round_trip_ms"]
+__all__ = ["BLOCK", "in_turns", "litert_runner", "median_execute_ms", "median_ms",
+           "round_trip_ms"]
+
+#: Timed calls per runner and turn in :func:`in_turns`, after :data:`WARM` untimed ones (a
+#: worker idle while the others ran has gone to sleep, its caches cold: steady state is what
+#: is compared).
+BLOCK = 10
+WARM = 5
 
 
 def _warm_up_runs(runs: int) -> int:
@@ -72,3 +81,41 @@ def litert_runner(interpreter: Any, values: list[Any]) -> Callable[[], list[Any]
         return [interpreter.get_tensor(index) for index in outs]
 
     return run
+
+
+async def in_turns(runners: dict[str, Callable[[], Any]], runs: int,
+                   ratio: tuple[str, str] | None = None) -> tuple[dict[str, float], float | None]:
+    """Each runner (a function, or a coroutine function awaited) timed ``runs`` times in
+    turns of :data:`BLOCK` calls each (after :data:`WARM` untimed ones), after one untimed
+    turn: the medians (ms) per runner,
+    and the median over the turns of ``ratio[0]``'s block median over ``ratio[1]``'s (None
+    without ``ratio``).
+
+    The VM these figures come from runs the same code at either of two speeds ~1.4x apart for
+    seconds at a time: medians taken one runner after the other then compare different
+    speeds, while the two blocks of one turn run at the same one.
+    """
+    calls = {key: (run, inspect.iscoroutinefunction(run)) for key, run in runners.items()}
+    for run, awaited in calls.values():
+        for _ in range(BLOCK):
+            result = run()
+            if awaited:
+                await result
+    times: dict[str, list[int]] = {key: [] for key in runners}
+    ratios = []
+    for _ in range(max(1, runs // BLOCK)):
+        turn: dict[str, list[int]] = {}
+        for key, (run, awaited) in calls.items():
+            block = turn[key] = []
+            for k in range(WARM + BLOCK):
+                start = time.perf_counter_ns()
+                result = run()
+                if awaited:
+                    await result
+                if k >= WARM:
+                    block.append(time.perf_counter_ns() - start)
+            times[key] += block
+        if ratio is not None:
+            ratios.append(statistics.median(turn[ratio[0]]) / statistics.median(turn[ratio[1]]))
+    return ({key: statistics.median(t) / 1e6 for key, t in times.items()},
+            statistics.median(ratios) if ratios else None)
