@@ -67,13 +67,20 @@ def run_stress_command(args: argparse.Namespace) -> int:
                             tick=lambda seconds: progress.update(int(seconds)))
     finally:
         progress.close()
-    for line in report.lines():  # on stderr when stdout carries the JSON
-        print(line, flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
-    if args.json == "-":
+    return _report(report, args.json)
+
+
+def _report(report: Any, json_path: str | None) -> int:
+    """Print a stress report's lines (on stderr when stdout carries the JSON), write its JSON
+    where ``--json`` says, and return the exit code (1 if anything was lost, wrong or
+    leaked)."""
+    for line in report.lines():
+        print(line, flush=True, file=sys.stderr if json_path == "-" else sys.stdout)
+    if json_path == "-":
         json.dump(report.to_json(), sys.stdout, indent=1)
         print()
-    elif args.json is not None:
-        with open(args.json, "w", encoding="utf-8") as f:
+    elif json_path is not None:
+        with open(json_path, "w", encoding="utf-8") as f:
             json.dump(report.to_json(), f, indent=1)
     return 1 if report.failed else 0
 
@@ -91,12 +98,4 @@ def _run_ray(args: argparse.Namespace) -> int:
     report = run_ray_soak(RaySoakConfig(duration=args.duration, kill_every=args.kill_every,
                                         nodes=args.nodes, address=args.address,
                                         concurrency=args.concurrency, seed=args.seed))
-    for line in report.lines():
-        print(line, flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
-    if args.json == "-":
-        json.dump(report.to_json(), sys.stdout, indent=1)
-        print()
-    elif args.json is not None:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(report.to_json(), f, indent=1)
-    return 1 if report.failed else 0
+    return _report(report, args.json)

@@ -8,9 +8,9 @@
 - Inputs are numpy arrays; those of at least :data:`PUT_BYTES` are put in the object store
   once per request, so that a retry on another node sends a reference, not the data again,
   and the receiving node reads them zero-copy.
-- A reply is ``("ok", [arrays])`` or ``("error", kind, message)``: an nnrt error is sent as
-  its class name and message and raised again by the client from :data:`ERRORS` (no
-  exception object crosses).
+- A reply is ``("ok", [arrays])`` or ``("error", status, body)``: an nnrt error is sent as the
+  wire protocol encodes it for a worker's reply (docs/protocol.md) and raised again by the
+  client as one of nnrt's own classes (no exception object crosses).
 
 Ray pickles its own calls (the arguments above and the replies): that is Ray's trust
 boundary, the cluster's (docs/cluster.md, "Security").
@@ -26,33 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from nnrt.errors import (
-    BadData,
-    BadState,
-    CacheError,
-    DeadlineMissed,
-    NnrtError,
-    OpFailed,
-    OutputInsufficientSize,
-    ResourceExhausted,
-    UnavailableDevice,
-    Unmappable,
-    Unsupported,
-)
+from nnrt.errors import BadData, NnrtError, UnavailableDevice
+from nnrt.ipc.messages import encode_error, error_from
 from nnrt.model.file import load
 from nnrt.model.file_writer import save
 from nnrt.model.model import Model
 
-__all__ = ["ERRORS", "PUT_BYTES", "check_digest", "error_reply", "model_bytes", "model_from",
+__all__ = ["PUT_BYTES", "check_digest", "error_reply", "model_bytes", "model_from",
            "raise_reply"]
 
 #: Inputs at least this large are put in Ray's object store once per request (Ray sends
 #: smaller arguments inline with the call).
 PUT_BYTES = 100 * 1024
-#: The nnrt errors a node's reply may name, by class name.
-ERRORS: dict[str, type[NnrtError]] = {cls.__name__: cls for cls in (
-    BadData, BadState, CacheError, DeadlineMissed, OpFailed, OutputInsufficientSize,
-    ResourceExhausted, UnavailableDevice, Unmappable, Unsupported)}
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
@@ -88,18 +73,21 @@ def model_from(data: object, digest: str, directory: str) -> Model:
     return load(target)
 
 
-def error_reply(exc: NnrtError) -> tuple[str, str, str]:
-    """The reply of an execute that failed with ``exc``."""
-    kind = type(exc).__name__
-    return ("error", kind if kind in ERRORS else "OpFailed", str(exc))
+def error_reply(exc: NnrtError) -> tuple[str, int, dict[str, Any]]:
+    """The reply of an execute that failed with ``exc``: the wire protocol's status and body
+    (``nnrt.ipc.messages.encode_error``, as a worker answers over its socket)."""
+    return ("error", *encode_error(exc))
 
 
 def raise_reply(reply: object, where: str) -> list[np.ndarray[Any, Any]]:
-    """The outputs of a node's reply, or its error raised again (``where`` names the node)."""
+    """The outputs of a node's reply, or its error raised again (``where`` names the node;
+    only nnrt's own error classes are ever built, as from a worker's reply)."""
     if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok" and isinstance(
             reply[1], list) and all(isinstance(a, np.ndarray) for a in reply[1]):
         return reply[1]
-    if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "error" and all(
-            isinstance(v, str) for v in reply[1:]):
-        raise ERRORS.get(reply[1], OpFailed)(f"{where}: {reply[2]}")
+    if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "error" and isinstance(
+            reply[1], int) and isinstance(reply[2], dict):
+        body = dict(reply[2])
+        body["message"] = f"{where}: {body.get('message', f'status {reply[1]}')}"
+        raise error_from(reply[1], body)
     raise UnavailableDevice(f"{where}: malformed reply ({type(reply).__name__})")
