@@ -81,8 +81,9 @@ class Runtime:
     with ``ResourceExhausted`` (transient; in shared mode the service's bound applies). After
     its last execute, a worker keeps polling for requests ``poll_window`` seconds (default
     250 µs, at most 10 ms; 0: off) before it sleeps, so that a request sent soon after does
-    not pay for waking it up; under asyncio the client likewise polls ``poll_window`` for the
-    reply of a lone request (one in flight per worker connection) instead of sleeping.
+    not pay for waking it up; under asyncio the client likewise polls for the reply of a lone
+    request (one in flight per worker connection) instead of sleeping: for the time such
+    requests have been taking (at most 2 ms) plus ``poll_window``.
     ``threads`` is what each worker's kernels may use (LiteRT's
     XNNPACK, BLAS, OpenMP; default one: a pool runs one worker per core, and more threads per
     worker would contend with the other workers); ignored with ``connect`` (the service's

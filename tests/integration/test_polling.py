@@ -114,3 +114,36 @@ async def test_client_polls_for_a_lone_reply_within_its_window_only(
         # every polling turn fell in the window (a turn's yield may land just after it closes,
         # later still if the machine preempts the client in between)
         assert turns[-1] - started < window + 0.05, (turns[-1] - started, took)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the asyncio reader polls
+async def test_the_client_polls_ahead_for_the_reply_time_lone_requests_have_been_taking(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once lone requests on a connection have taken ~0.1 s, the client polls for one past its
+    window: up to POLL_AHEAD (2 ms) beyond it, no longer (then it sleeps in epoll)."""
+    from nnrt.runtime.backends.channel import POLL_AHEAD
+
+    turns: list[float] = []
+    real_yield = os.sched_yield
+
+    def counted_yield() -> None:
+        turns.append(time.monotonic())
+        real_yield()
+
+    window = 0.001
+    x = np.ones((256, 1024), np.float32)
+    async with nnrt.Runtime(drivers=["reference"], workers=1, poll_window=window) as rt:
+        compiled = await rt.compile(_slow_model())
+        for _ in range(12):  # the running mean of lone replies climbs past POLL_AHEAD
+            await compiled.execute([x])
+        monkeypatch.setattr(os, "sched_yield", counted_yield)
+        turns.clear()
+        started = time.monotonic()
+        await compiled.execute([x])
+        took = time.monotonic() - started
+        monkeypatch.setattr(os, "sched_yield", real_yield)
+    assert took > POLL_AHEAD + window + 0.05, f"the model ran in {took:.4f} s, too fast"
+    assert turns, "the client never polled"
+    assert turns[-1] - started > window + POLL_AHEAD / 2  # past the plain window
+    assert turns[-1] - started < window + POLL_AHEAD + 0.05  # and not for the whole execute

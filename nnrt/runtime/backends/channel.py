@@ -42,6 +42,11 @@ __all__ = ["FramedSocket", "RequestClient", "running_asyncio"]
 log = logging.getLogger("nnrt.runtime")
 #: Requests a ``cancel`` is sent for when their caller gives up on them.
 _CANCELLABLE = frozenset({"execute", "execute_batched"})
+#: Longest a client polls for a lone request's expected reply time beyond its poll window
+#: (seconds): longer executions wake it from ``epoll``, whose ~0.05-0.15 ms no longer matters.
+POLL_AHEAD = 0.002
+#: Weight of the newest lone request's reply time in the running mean.
+_LONE_WEIGHT = 0.2
 
 
 class FramedSocket:
@@ -275,7 +280,10 @@ class RequestClient:
     flight, the client polls its socket from the event loop that long (a ``call_soon`` chain
     that yields the CPU each turn) instead of sleeping in ``epoll``, so a fast reply does not
     pay for waking the client — the same trade as the worker's own poll window
-    (:mod:`nnrt.ipc.polling`). Other ready callbacks still run between polls. 0 disables it.
+    (:mod:`nnrt.ipc.polling`). It polls longer when lone requests on this connection have been
+    taking longer: for their recent time (a running mean, at most :data:`POLL_AHEAD`) plus the
+    window, so that a reply due in a millisecond does not find the client asleep either. Other
+    ready callbacks still run between polls. 0 disables it.
     """
 
     def __init__(self, framed: FramedSocket, peer: str = "the worker",
@@ -284,6 +292,10 @@ class RequestClient:
         self.poll_window = poll_window
         #: ``time.monotonic()`` until which the asyncio reader polls (see ``poll_window``).
         self._polling_until = 0.0
+        #: When the lone request in flight was sent (0: none), and the running mean of such
+        #: requests' reply times (seconds).
+        self._lone_sent = 0.0
+        self._lone_seconds = 0.0
         #: Starts the polling chain (set while the asyncio reader runs).
         self._start_polling: Callable[[], None] | None = None
         #: Who answers (in messages when the connection ends): a worker, or a shared service.
@@ -393,6 +405,10 @@ class RequestClient:
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
         waiter = self._pending.pop(request_id, None)
+        if self._lone_sent and waiter is not None:  # the lone request's reply: its time
+            seconds = time.monotonic() - self._lone_sent
+            self._lone_seconds += _LONE_WEIGHT * (seconds - self._lone_seconds)
+            self._lone_sent = 0.0
         if waiter is None:
             if request_id == LOAD_REPORT_ID:
                 self._on_load_report(status, body)
@@ -434,7 +450,9 @@ class RequestClient:
             if fds or not self.framed.send_coalesced([request_id, verb, body]):
                 await self.framed.send([request_id, verb, body], fds)
             if self._start_polling is not None and len(self._pending) == 1:
-                self._polling_until = time.monotonic() + self.poll_window
+                now = self._lone_sent = time.monotonic()
+                self._polling_until = now + min(self._lone_seconds, POLL_AHEAD) + \
+                    self.poll_window
                 self._start_polling()
             if isinstance(waiter, _Pending):
                 status, reply = await waiter.wait()
