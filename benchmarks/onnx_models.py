@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from builders import resnet_cnn, transformer_block  # noqa: E402
-from timing import in_turns, litert_runner, round_trip_ms  # noqa: E402
+from timing import against, litert_runner, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 Case = tuple[str, bytes, dict[str, Array]]
@@ -185,22 +185,6 @@ def _litert(model: nnrt.Model, inputs: dict[str, Array]) -> Callable[[], Any] | 
     return litert_runner(interpreter, values)
 
 
-async def _timed(compiled: nnrt.CompiledModel, inputs: dict[str, Array],
-                 peers: dict[str, Callable[[], Any] | None], runs: int
-                 ) -> tuple[dict[str, float | None], float | None]:
-    """Medians (ms) of nnrt's executes and each peer's calls timed in turns
-    (:func:`timing.in_turns`), and nnrt's ratio to onnxruntime on one thread (the median
-    over the turns)."""
-    async def execute() -> None:
-        await compiled.execute(inputs)
-
-    present = {key: run for key, run in peers.items() if run is not None}
-    medians, ratio = await in_turns({"nnrt": execute, **present}, runs, ("nnrt", "ort1"))
-    shown: dict[str, float | None] = dict.fromkeys(peers)
-    shown.update(medians)
-    return shown, ratio
-
-
 async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtime,
                 device: str | None) -> tuple[dict[str, float | None], float | None, list[Array],
                                              list[Array], str]:
@@ -224,8 +208,8 @@ async def _nnrt(data: bytes, feeds: dict[str, Array], runs: int, rt: nnrt.Runtim
     ort1, want = _ort(data, feeds, 1)
     ort2, _ = _ort(data, feeds, 2)
     alone = _litert(model, inputs) if [s.driver for s in steps] == ["litert"] else None
-    medians, ratio = await _timed(compiled, inputs, {"ort1": ort1, "ort2": ort2,
-                                                     "litert": alone}, runs)
+    medians, ratio = await against(compiled, inputs, {"ort1": ort1, "ort2": ort2,
+                                                     "litert": alone}, runs, "ort1")
     await compiled.release()
     return medians, ratio, [np.asarray(o) for o in outputs], want, placement
 
@@ -261,8 +245,8 @@ async def _corpus_rows(key: str, runs: int, rt: nnrt.Runtime,
         placement = ", ".join(f"{s.driver}:{len(s.operations)}" for s in steps)
         alone = _litert(variant.model, feeds) if [s.driver for s in steps] == [
             "litert"] else None
-        medians, ratio = await _timed(compiled, feeds, {"ort1": ort1, "ortn": ortn,
-                                                        "litert": alone}, runs)
+        medians, ratio = await against(compiled, feeds, {"ort1": ort1, "ortn": ortn,
+                                                        "litert": alone}, runs, "ort1")
         rows.append((name, label, medians, ratio, first, placement))
         print(f"# {name} {label}: {medians} ratio {ratio} (first {first:.0f} ms) "
               f"[{placement}]", file=sys.stderr)

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "models"), str(ROOT)]
 
 from litert_oracle import CORPUS, corpus_modules, inputs_for, litert_run, scaled_error  # noqa: E402
-from timing import in_turns, litert_runner, median_ms, round_trip_ms  # noqa: E402
+from timing import against, litert_runner, median_ms, round_trip_ms  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 #: Executions before timing (the cpu driver starts optimising after 32) and the seconds then
@@ -88,24 +88,6 @@ def _regenerated(model: nnrt.Model, feeds: dict[str, Array]) -> Callable[[], Any
     return litert_runner(interpreter, [feeds[name] for name in names])
 
 
-async def _interleaved(compiled: nnrt.CompiledModel, feeds: dict[str, Array],
-                       runners: dict[str, Callable[[], Any] | None],
-                       runs: int) -> tuple[dict[str, float | None], float | None]:
-    """Medians (ms) of ``runs`` timed executes of ``compiled`` and calls of each runner, in
-    turns (:func:`timing.in_turns`; None for an absent runner), and nnrt's ratio to LiteRT on
-    the original file, the median over the turns (None when LiteRT cannot run it)."""
-    present = {key: run for key, run in runners.items() if run is not None}
-
-    async def execute() -> None:
-        await compiled.execute(feeds)
-
-    medians, ratio = await in_turns({"nnrt": execute, **present}, runs,
-                                    ("nnrt", "original") if "original" in present else None)
-    shown: dict[str, float | None] = dict.fromkeys(runners)
-    shown.update(medians)
-    return shown, ratio
-
-
 async def _nnrt(model: nnrt.Model, path: Path, feeds: dict[str, Array], runs: int,
                 rt: nnrt.Runtime) -> tuple[dict[str, float | None], float | None, list[Array],
                                            str]:
@@ -118,7 +100,7 @@ async def _nnrt(model: nnrt.Model, path: Path, feeds: dict[str, Array], runs: in
         await compiled.execute(feeds)
     await anyio.sleep(STAGE2_SECONDS)
     runners = {"original": _original(path, feeds), "regenerated": _regenerated(model, feeds)}
-    medians, ratio = await _interleaved(compiled, feeds, runners, runs)
+    medians, ratio = await against(compiled, feeds, runners, runs, "original")
     await compiled.release()
     return medians, ratio, [np.asarray(o) for o in outputs], placement
 

@@ -18,7 +18,7 @@ import numpy as np
 
 import nnrt
 
-__all__ = ["BLOCK", "in_turns", "litert_runner", "median_execute_ms", "median_ms",
+__all__ = ["BLOCK", "against", "in_turns", "litert_runner", "median_execute_ms", "median_ms",
            "round_trip_ms"]
 
 #: Timed calls per runner and turn in :func:`in_turns`, after :data:`WARM` untimed ones (a
@@ -119,3 +119,19 @@ async def in_turns(runners: dict[str, Callable[[], Any]], runs: int,
             ratios.append(statistics.median(turn[ratio[0]]) / statistics.median(turn[ratio[1]]))
     return ({key: statistics.median(t) / 1e6 for key, t in times.items()},
             statistics.median(ratios) if ratios else None)
+
+
+async def against(compiled: nnrt.CompiledModel, inputs: Any,
+                  peers: dict[str, Callable[[], Any] | None], runs: int,
+                  ratio_to: str) -> tuple[dict[str, float | None], float | None]:
+    """``compiled.execute(inputs)`` (as "nnrt") and each peer timed :func:`in_turns`: the
+    medians (None for an absent peer) and nnrt's ratio to ``ratio_to`` (None when absent)."""
+    async def execute() -> None:
+        await compiled.execute(inputs)
+
+    present = {key: run for key, run in peers.items() if run is not None}
+    medians, ratio = await in_turns({"nnrt": execute, **present}, runs,
+                                    ("nnrt", ratio_to) if ratio_to in present else None)
+    shown: dict[str, float | None] = dict.fromkeys(peers)
+    shown.update(medians)
+    return shown, ratio

@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 
 from nnrt.errors import UnavailableDevice
+from nnrt.memory.sweep import pid_alive
 
 __all__ = ["DIRECTORY_PREFIX", "ServiceProcess", "sweep_stale"]
 
@@ -45,20 +46,11 @@ def sweep_stale(root: str | None = None) -> list[str]:
                 continue
         except OSError:
             continue
-        if not _alive(int(pid)):
+        if not pid_alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(str(entry))
     return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process took the number: not ours to judge
-    return True
 
 
 class ServiceProcess:

@@ -15,7 +15,7 @@ import numpy as np
 
 from nnrt.errors import BadData
 from nnrt.model.operand import dtype_of, is_scalar
-from nnrt.model.values import coerce_input, dims_compatible
+from nnrt.model.values import coerce_input, dims_compatible, narrowed_int32
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
@@ -29,7 +29,6 @@ Inputs = Sequence[Any] | Mapping[str, Any] | Mapping[int, Any] | Mapping[int | s
 Array = np.ndarray[Any, Any]
 
 _INT32 = np.dtype(np.int32)
-_INT64 = np.dtype(np.int64)
 
 #: The (class, dtype, shape) of a value: an exact input is bound in one comparison of these.
 _FORM = operator.attrgetter("__class__", "dtype", "shape")
@@ -137,13 +136,11 @@ class InputBinder:
                     value.dtype is slot.dtype or value.dtype == slot.dtype)
                     and value.shape == slot.dims) or (keep is not None and isinstance(value, keep)):
                 checked.append(value)  # what coerce_value returns for it, without its checks
-            elif value.__class__ is np.ndarray and value.dtype is _INT64 and (
-                    slot.dtype is _INT32 and slot.tensor and value.ndim
-                    and dims_compatible(slot.dims, value.shape)):
-                narrowed = value.astype(_INT32)  # int64 data for an int32 input (io_dtype)
-                checked.append(narrowed if (narrowed == value).all() else slot.check(value))
-            else:
-                checked.append(slot.check(value))
+            else:  # int64 data for an int32 input (io_dtype) in one range test, else checked
+                narrowed = narrowed_int32(value) if slot.dtype is _INT32 and slot.tensor else None
+                checked.append(narrowed if narrowed is not None and narrowed.ndim
+                               and dims_compatible(slot.dims, narrowed.shape)
+                               else slot.check(value))
         return checked
 
     def order(self, inputs: Inputs) -> list[Any]:

@@ -11,7 +11,21 @@ import numpy as np
 from nnrt.errors import BadData
 from nnrt.model.operand import Operand, dtype_of, is_scalar
 
-__all__ = ["coerce_input", "coerce_value", "dims_compatible"]
+__all__ = ["coerce_input", "coerce_value", "dims_compatible", "narrowed_int32"]
+
+
+_INT32 = np.dtype(np.int32)
+_INT64 = np.dtype(np.int64)
+
+
+def narrowed_int32(value: Any) -> np.ndarray[Any, Any] | None:
+    """An int64 ndarray as int32 when every value fits (what :func:`coerce_input` makes of it
+    for an int32 input, in one range test: the hot paths' shortcut), else None (not int64, or
+    out of range: the general check names the element)."""
+    if value.__class__ is not np.ndarray or value.dtype is not _INT64:
+        return None
+    narrowed = value.astype(_INT32)
+    return narrowed if (narrowed == value).all() else None
 
 
 @functools.cache

@@ -22,6 +22,7 @@ from nnrt.ipc.framing import ProtocolError
 from nnrt.ipc.messages import decode_tensor, dtype_name, encode_tensor
 from nnrt.memory import find_memory
 from nnrt.model.operand import dtype_of, is_scalar
+from nnrt.model.values import narrowed_int32
 
 if TYPE_CHECKING:
     from nnrt.model.model import Model
@@ -34,7 +35,6 @@ Array = np.ndarray[Any, Any]
 INLINE_LIMIT = 64 << 10
 
 _INT32 = np.dtype(np.int32)
-_INT64 = np.dtype(np.int64)
 
 #: ``where`` of the first outputs' error messages, made once.
 _OUTPUT = tuple(f"output {j}" for j in range(16))
@@ -61,12 +61,9 @@ class _Input:
                 value.base is not None and find_memory(value) is not None):
             return None
         if value.dtype is not self.dtype:
-            if value.dtype is not _INT64 or self.dtype is not _INT32:
-                return None
-            narrowed = value.astype(_INT32)
-            if not (narrowed == value).all():
-                return None  # out of range: the general path says which element
-            value = narrowed
+            value = narrowed_int32(value) if self.dtype is _INT32 else None
+            if value is None:
+                return None  # another dtype, or out of range: the general path says which
         return [self.name, self.wire_shape, value.tobytes()]
 
 
