@@ -90,7 +90,7 @@ class Service:
         self._events: dict[Connection, int] = {}
         self._dirty: set[Connection] = set()
         #: The execute queue and the running execute.
-        self.executor = Executor(self._poll, self._dirty.add)
+        self.executor = Executor(self._poll, self._answered)
         self._stopping = False
         self._closed = False
         self._requests = RequestHandlers(self.executor, driver, self._start_reports)
@@ -251,6 +251,17 @@ class Service:
         except Exception as exc:
             _log.exception("%s: request %d (%s) failed unexpectedly", conn, request_id, verb)
             conn.respond(request_id, *encode_error(exc))
+
+    def _answered(self, conn: Connection) -> None:
+        """An execute of ``conn`` was answered: with nothing more queued, its response leaves
+        now, before the loop's bookkeeping (the client waits for it; the accounts can wait);
+        while more executes are queued, with the others' at the end of the run."""
+        if not self.executor.pending:
+            # broken: the loop's flush meets the error again and closes the connection
+            with contextlib.suppress(OSError):
+                conn.flush()
+        if conn.out:
+            self._dirty.add(conn)
 
     def _flush(self) -> None:
         dirty = self._dirty

@@ -91,6 +91,9 @@ class LitertExecutable:
         #: The inputs of TFLite type INT8 (a TENSOR_QUANT8_ASYMM one, uint8, is moved by -128).
         self.signed = frozenset(d["index"] for d in details if d["dtype"] == np.int8)
         self.outputs = [d["index"] for d in interpreter.get_output_details()]
+        #: Per output, the function giving a view of its tensor (LiteRT's ``tensor()``: safe
+        #: to hold, unlike the view it returns), made once rather than per execute.
+        self.views = [interpreter.tensor(index) for index in self.outputs]
         self.lock = threading.Lock()
 
 
@@ -135,8 +138,8 @@ class LitertDispatch(Dispatch):
                 interpreter.invoke()
             except RuntimeError as exc:
                 raise OpFailed(f"LiteRT failed to run the partition: {exc}") from None
-            for index, target in zip(executable.outputs, outputs, strict=True):
-                result = interpreter.tensor(index)()
+            for view, target in zip(executable.views, outputs, strict=True):
+                result = view()
                 if result.shape != target.shape:
                     result = result.reshape(target.shape)
                 kind = target.dtype

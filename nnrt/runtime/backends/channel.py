@@ -42,9 +42,17 @@ __all__ = ["FramedSocket", "RequestClient", "running_asyncio"]
 log = logging.getLogger("nnrt.runtime")
 #: Requests a ``cancel`` is sent for when their caller gives up on them.
 _CANCELLABLE = frozenset({"execute", "execute_batched"})
-#: Longest a client polls for a lone request's expected reply time beyond its poll window
-#: (seconds): longer executions wake it from ``epoll``, whose ~0.05-0.15 ms no longer matters.
+#: Longest a client polls from the start for a lone request's expected reply time beyond its
+#: poll window (seconds). A request expected to take longer lets the client sleep until
+#: :data:`SLEEP_LEAD` before its reply is due, then poll: the CPU is not burnt for the whole
+#: execution, nor the reply kept waiting for a wake-up.
 POLL_AHEAD = 0.002
+#: How long before a lone request's expected reply a sleeping client starts polling
+#: (seconds): ``epoll`` times out in whole milliseconds, rounded up, and waking takes a while.
+SLEEP_LEAD = 0.0015
+#: Longest a client polls past a lone request's expected reply time (beyond its poll window):
+#: a reply later than that wakes it from ``epoll``.
+POLL_LATE = 0.001
 #: Weight of the newest lone request's reply time in the running mean.
 _LONE_WEIGHT = 0.2
 
@@ -281,9 +289,10 @@ class RequestClient:
     that yields the CPU each turn) instead of sleeping in ``epoll``, so a fast reply does not
     pay for waking the client — the same trade as the worker's own poll window
     (:mod:`nnrt.ipc.polling`). It polls longer when lone requests on this connection have been
-    taking longer: for their recent time (a running mean, at most :data:`POLL_AHEAD`) plus the
-    window, so that a reply due in a millisecond does not find the client asleep either. Other
-    ready callbacks still run between polls. 0 disables it.
+    taking longer: for their recent time (a running mean) plus the window, so that a reply due
+    in a millisecond does not find the client asleep either; a request expected to take more
+    than :data:`POLL_AHEAD` lets the client sleep until :data:`SLEEP_LEAD` before its reply is
+    due and poll from then. Other ready callbacks still run between polls. 0 disables it.
     """
 
     def __init__(self, framed: FramedSocket, peer: str = "the worker",
@@ -298,6 +307,8 @@ class RequestClient:
         self._lone_seconds = 0.0
         #: Starts the polling chain (set while the asyncio reader runs).
         self._start_polling: Callable[[], None] | None = None
+        #: The timer that starts it later for a lone request expected to take long.
+        self._polling_timer: asyncio.TimerHandle | None = None
         #: Who answers (in messages when the connection ends): a worker, or a shared service.
         self.peer = framed.peer = peer
         self._ids = itertools.count(1)
@@ -401,6 +412,9 @@ class RequestClient:
             framed.use_asyncio(None)
             self._loop = None
             self._start_polling = None
+            if self._polling_timer is not None:
+                self._polling_timer.cancel()
+                self._polling_timer = None
 
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
@@ -409,6 +423,10 @@ class RequestClient:
             seconds = time.monotonic() - self._lone_sent
             self._lone_seconds += _LONE_WEIGHT * (seconds - self._lone_seconds)
             self._lone_sent = 0.0
+            timer = self._polling_timer
+            if timer is not None:  # came before its polling was to start
+                timer.cancel()
+                self._polling_timer = None
         if waiter is None:
             if request_id == LOAD_REPORT_ID:
                 self._on_load_report(status, body)
@@ -449,11 +467,9 @@ class RequestClient:
         try:
             if fds or not self.framed.send_coalesced([request_id, verb, body]):
                 await self.framed.send([request_id, verb, body], fds)
-            if self._start_polling is not None and len(self._pending) == 1:
-                now = self._lone_sent = time.monotonic()
-                self._polling_until = now + min(self._lone_seconds, POLL_AHEAD) + \
-                    self.poll_window
-                self._start_polling()
+            start = self._start_polling
+            if start is not None and loop is not None and len(self._pending) == 1:
+                self._poll_for_lone(loop, start)
             if isinstance(waiter, _Pending):
                 status, reply = await waiter.wait()
             else:
@@ -466,6 +482,24 @@ class RequestClient:
         if status != Status.OK:
             raise error_from(status, reply)
         return reply
+
+    def _poll_for_lone(self, loop: asyncio.AbstractEventLoop, start: Callable[[], None]
+                       ) -> None:
+        """Poll for the reply of the lone request just sent: from now when it is expected
+        within :data:`POLL_AHEAD`, else from :data:`SLEEP_LEAD` before it is due (a timer on
+        the event loop, which sleeps till then), up to :data:`POLL_LATE` after."""
+        now = self._lone_sent = time.monotonic()
+        expected = self._lone_seconds
+        timer = self._polling_timer
+        if timer is not None:
+            timer.cancel()
+            self._polling_timer = None
+        if expected <= POLL_AHEAD:
+            self._polling_until = now + expected + self.poll_window
+            start()
+            return
+        self._polling_until = now + expected + POLL_LATE + self.poll_window
+        self._polling_timer = loop.call_at(now + expected - SLEEP_LEAD, start)
 
     def notify(self, verb: str, body: dict[str, Any]) -> None:
         """Send a request whose reply nobody waits for (e.g. ``unmap``); never blocks.
