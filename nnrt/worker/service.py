@@ -32,7 +32,7 @@ from nnrt.errors import BadData, NnrtError
 from nnrt.hal.base import Driver
 from nnrt.ipc.framing import DEFAULT_MAX_FRAME, ProtocolError
 from nnrt.ipc.messages import LOAD_REPORT_ID, Status, check_request, encode_error
-from nnrt.ipc.polling import DEFAULT_POLL_WINDOW, MAX_POLL_WINDOW
+from nnrt.ipc.polling import DEFAULT_POLL_WINDOW, MAX_POLL_WINDOW, Turnaround
 from nnrt.worker.connection import Connection
 from nnrt.worker.executor import Executor
 from nnrt.worker.listener import UnixListener
@@ -98,6 +98,8 @@ class Service:
         self._meter = LoadMeter(time.monotonic())
         #: Whether a client asked for load reports (set by its ``hello``; stays set).
         self.reporting = False
+        #: How soon after an answer the next execute request comes (the polling window).
+        self.turnaround = Turnaround()
 
     # -- setting up ----------------------------------------------------------------------------
 
@@ -133,7 +135,8 @@ class Service:
         """Serve until :meth:`request_stop`, or until the last connection ends (no listener)."""
         select, executor, window = self._selector.select, self.executor, self.poll_window
         monotonic, cpu, meter = time.monotonic, time.process_time, self._meter
-        polling_until = 0.0
+        turnaround = self.turnaround
+        polling_until = answered = 0.0
         while not self._stopping and (self._listener is not None or self._connections):
             if executor.pending:
                 events = select(0)
@@ -148,17 +151,21 @@ class Service:
             for key, mask in events:
                 self._on_event(key.data, mask)
             if executor.pending and not self._stopping:
+                now = monotonic()
+                if answered:  # the first execute since the last answer: the turnaround
+                    turnaround.observe(now - answered)
                 # Run queued executes for a short while before answering: responses then leave
                 # in one send per connection (many small requests in flight), while a lone
                 # request is answered right after it ran.
-                until = monotonic() + BATCH_SECONDS
+                until = now + BATCH_SECONDS
                 ran = 0
                 while executor.run_next():
                     ran += 1
                     if self._stopping or monotonic() >= until:
                         break
                 meter.executes += ran
-                polling_until = monotonic() + window
+                answered = monotonic()
+                polling_until = answered + turnaround.window(window)
             self._flush()
             meter.busy += cpu() - started
             if self.reporting and meter.due(now := monotonic()):

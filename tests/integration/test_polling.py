@@ -153,3 +153,48 @@ async def test_a_client_sleeps_through_a_long_lone_request_and_polls_as_its_repl
             assert not turns or turns[-1] - started < took + POLL_LATE + window + 0.05
             polled_late += bool(turns)
     assert polled_late, "the client never polled for a reply as it was due"
+
+
+def _sleeps(pid: int) -> int:
+    """How often ``pid`` has blocked (slept in ``epoll``): its voluntary context switches."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches in /proc/PID/status")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_worker_polls_for_a_client_that_comes_back_a_little_after_its_window() -> None:
+    """A client sending its next request 0.6 ms after each reply (past the 0.25 ms window,
+    within MAX_TURNAROUND) finds the worker polling, not asleep, once the worker has seen a
+    few; a client coming back after 3 ms finds it asleep each time."""
+    from nnrt.ipc.polling import DEFAULT_POLL_WINDOW, MAX_TURNAROUND
+
+    requests = 200
+    slept: dict[float, float] = {}
+    async with nnrt.Runtime(drivers=["reference"], workers=1,
+                            poll_window=DEFAULT_POLL_WINDOW) as rt:
+        compiled = await rt.compile(add_model())
+        pool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
+        pid = pool.slots[0].process.pid
+        for gap in (0.0006, 0.003):
+            assert DEFAULT_POLL_WINDOW < gap < MAX_TURNAROUND or gap > 2 * MAX_TURNAROUND
+            for _ in range(20):  # the worker learns the client's turnaround
+                await compiled.execute([X])
+                _busy_wait(gap)
+            before = _sleeps(pid)
+            for _ in range(requests):
+                (y,) = await compiled.execute([X])
+                _busy_wait(gap)  # the client's own work before its next request
+            slept[gap] = (_sleeps(pid) - before) / requests
+            np.testing.assert_array_equal(y, X + np.arange(1, 5, dtype=np.float32))
+    assert slept[0.0006] < 0.3, slept  # polled through the client's 0.6 ms
+    assert slept[0.003] > 0.7, slept  # not waited for: asleep before most requests
+
+
+def _busy_wait(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
