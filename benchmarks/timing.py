@@ -26,6 +26,12 @@ __all__ = ["BLOCK", "against", "in_turns", "litert_runner", "median_execute_ms",
 #: is compared).
 BLOCK = 10
 WARM = 5
+#: Seconds :func:`in_turns` goes on taking turns, at least: each vCPU of the VM switches
+#: between its two speeds on its own every tenth of a second to a few seconds, and nnrt's
+#: worker runs on the other vCPU than its in-process peers, so a ratio is only as good as the
+#: number of switches its turns span (silero VAD at batch 1, ten turns in 0.1 s: 1.0-3.3x
+#: from one run to the next).
+MIN_SECONDS = 5.0
 
 
 def _warm_up_runs(runs: int) -> int:
@@ -84,10 +90,11 @@ def litert_runner(interpreter: Any, values: list[Any]) -> Callable[[], list[Any]
 
 
 async def in_turns(runners: dict[str, Callable[[], Any]], runs: int,
-                   ratio: tuple[str, str] | None = None) -> tuple[dict[str, float], float | None]:
+                   ratio: tuple[str, str] | None = None,
+                   min_seconds: float = MIN_SECONDS) -> tuple[dict[str, float], float | None]:
     """Each runner (a function, or a coroutine function awaited) timed ``runs`` times in
     turns of :data:`BLOCK` calls each (after :data:`WARM` untimed ones), after one untimed
-    turn: the medians (ms) per runner,
+    turn, and more turns until ``min_seconds`` have passed: the medians (ms) per runner,
     and the median over the turns of ``ratio[0]``'s block median over ``ratio[1]``'s (None
     without ``ratio``).
 
@@ -103,7 +110,10 @@ async def in_turns(runners: dict[str, Callable[[], Any]], runs: int,
                 await result
     times: dict[str, list[int]] = {key: [] for key in runners}
     ratios = []
-    for _ in range(max(1, runs // BLOCK)):
+    turns = max(1, runs // BLOCK)
+    until = time.monotonic() + min_seconds
+    while turns > 0 or time.monotonic() < until:
+        turns -= 1
         turn: dict[str, list[int]] = {}
         for key, (run, awaited) in calls.items():
             block = turn[key] = []
