@@ -105,8 +105,20 @@ class Executor:
             return True
         self._running = job
         self._next_poll = now + POLL_INTERVAL
-        status: int
-        body: dict[str, Any]
+        try:
+            status, body = self._run(job)
+        finally:
+            self._running = None
+            while self._deferred:
+                release_now(self._deferred.pop())
+        self._answer(job, status, body)
+        while self._deferred_buffers:
+            release_buffer_now(self._deferred_buffers.pop())
+        return True
+
+    def _run(self, job: Job) -> tuple[int, dict[str, Any]]:
+        """Run ``job``: the response's status and body (its views of the request's memories
+        are gone when this returns)."""
         try:
             for pool in job.memories:  # a file or blob may have shrunk since the request came
                 pool.check_size(f"request {job.request_id}")
@@ -120,36 +132,27 @@ class Executor:
                                           output_sizes=job.output_sizes, deadline=job.deadline,
                                           should_stop=self._stop_poll)
             if job.cancelled:
-                status, body = Status.MISSED_DEADLINE, _cancelled()
+                return Status.MISSED_DEADLINE, _cancelled()
+            if job.device_outputs:
+                outputs = _write_devices(job, result.outputs, destinations)
+            elif destinations is None:
+                outputs = list(map(encode_tensor, result.outputs))
             else:
-                if job.device_outputs:
-                    outputs = _write_devices(job, result.outputs, destinations)
-                elif destinations is None:
-                    outputs = list(map(encode_tensor, result.outputs))
-                else:
-                    outputs = [encode_tensor(output) if where is None else encode_written(output)
-                               for output, where in zip(result.outputs, destinations,
-                                                        strict=True)]
-                status, body = Status.OK, {"outputs": outputs}
-                if job.measure:
-                    timing = result.timing
-                    body["timing"] = [timing.on_device_ns, timing.in_driver_ns]
+                outputs = [encode_tensor(output) if where is None else encode_written(output)
+                           for output, where in zip(result.outputs, destinations, strict=True)]
+            body: dict[str, Any] = {"outputs": outputs}
+            if job.measure:
+                timing = result.timing
+                body["timing"] = [timing.on_device_ns, timing.in_driver_ns]
+            return Status.OK, body
         except Cancelled:
-            status, body = Status.MISSED_DEADLINE, _cancelled()
+            return Status.MISSED_DEADLINE, _cancelled()
         except NnrtError as exc:
-            status, body = encode_error(exc)
+            return encode_error(exc)
         except Exception as exc:
             _log.exception("%s: execute request %d failed unexpectedly", job.connection,
                            job.request_id)
-            status, body = encode_error(exc)
-        finally:
-            self._running = None
-            while self._deferred:
-                release_now(self._deferred.pop())
-        self._answer(job, status, body)
-        while self._deferred_buffers:
-            release_buffer_now(self._deferred_buffers.pop())
-        return True
+            return encode_error(exc)
 
     def release(self, prepared: PreparedModel) -> None:
         """Release a prepared model now, or once the execute running on it has stopped."""
@@ -188,6 +191,7 @@ class Executor:
         return self.stopping or running is None or running.cancelled
 
     def _answer(self, job: Job, status: int, body: dict[str, Any]) -> None:
+        job.let_go()  # the response may leave at once: the request's mappings go first
         if status != Status.OK:
             for _, held in job.device_outputs:  # a failed execution leaves them undefined
                 held.buffer.invalidate()

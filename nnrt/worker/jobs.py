@@ -81,6 +81,13 @@ class Job:
         #: Set when a cancel (or the connection's end) reaches the job while it runs.
         self.cancelled = False
 
+    def let_go(self) -> None:
+        """Drop the views of the request's memories (it is answered: a pool unmapped
+        meanwhile goes now, before the client reads the answer)."""
+        self.inputs = []
+        self.destinations = None
+        self.memories = ()
+
     def __lt__(self, other: Job) -> bool:
         if self.priority != other.priority:
             return self.priority > other.priority
