@@ -11,21 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
-
-
-def _nnrt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nnrt", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+from cli_process import run_nnrt
 
 
 def test_demo_runs_and_verifies() -> None:
-    result = _nnrt("demo")
+    result = run_nnrt("demo")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok: matches an independent numpy computation" in result.stdout
 
 
 def test_ops_lists_every_operation() -> None:
-    result = _nnrt("ops")
+    result = run_nnrt("ops")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert any("REVERSE" in line for line in lines)
@@ -34,7 +30,7 @@ def test_ops_lists_every_operation() -> None:
 
 
 def test_unknown_command_fails_cleanly() -> None:
-    result = _nnrt("frobnicate")
+    result = run_nnrt("frobnicate")
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
 
@@ -49,7 +45,7 @@ def test_docs_op_table_is_current() -> None:
 
 
 def test_drivers_lists_the_reference_driver() -> None:
-    result = _nnrt("drivers")
+    result = run_nnrt("drivers")
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("reference"))
     from nnrt.model.types import OperationType
@@ -59,9 +55,9 @@ def test_drivers_lists_the_reference_driver() -> None:
 
 
 def test_a_bare_call_prints_the_help_and_version_is_an_option() -> None:
-    bare = _nnrt()
+    bare = run_nnrt()
     assert bare.returncode == 0 and "usage: nnrt" in bare.stdout and "serve" in bare.stdout
-    version = _nnrt("--version")
+    version = run_nnrt("--version")
     import nnrt
 
     assert version.returncode == 0 and version.stdout.strip() == f"nnrt {nnrt.__version__}"
@@ -197,7 +193,7 @@ def test_serve_refuses_a_path_it_cannot_use_in_one_line(tmp_path: Path) -> None:
     regular.write_text("not a socket")
     for path, why in ((regular, "it exists and is not a socket"),
                       (tmp_path / "missing" / "a.sock", "does not exist")):
-        result = _nnrt("serve", "--socket", str(path), "--driver", "reference")
+        result = run_nnrt("serve", "--socket", str(path), "--driver", "reference")
         assert result.returncode == 1, result.stderr
         assert result.stderr.strip().splitlines() == [
             f"nnrt serve: cannot listen on {path}: " + (
@@ -216,7 +212,7 @@ def test_a_second_serve_leaves_the_live_service_alone(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while not os.path.exists(path) and time.monotonic() < deadline:
             time.sleep(0.05)
-        second = _nnrt("serve", "--socket", path, "--driver", "reference")
+        second = run_nnrt("serve", "--socket", path, "--driver", "reference")
         assert second.returncode == 1
         assert second.stderr.strip() == (f"nnrt serve: cannot listen on {path}: a service is "
                                          "already listening there")
@@ -245,11 +241,11 @@ def test_run_caches_where_nnrt_cache_looks(tmp_path: Path) -> None:
 def test_machine_readable_output_and_quiet_runs(tmp_path: Path) -> None:
     import json
 
-    drivers = json.loads(_nnrt("drivers", "--json").stdout)
+    drivers = json.loads(run_nnrt("drivers", "--json").stdout)
     names = {row["name"] for row in drivers["drivers"]}
     assert "reference" in names and drivers["defaults"][-1] == "reference"
     model = str(Path(__file__).resolve().parents[2] / "examples" / "models" / "cnn.onnx")
-    inspected = _nnrt("inspect", model, "--input-shape", "x=1x3x32x32", "--json")
+    inspected = run_nnrt("inspect", model, "--input-shape", "x=1x3x32x32", "--json")
     assert inspected.returncode == 0, inspected.stderr
     report = json.loads(inspected.stdout)
     assert report["inputs"] == [{"name": "x", "shape": [1, 3, 32, 32], "dtype": "float32",
@@ -257,10 +253,10 @@ def test_machine_readable_output_and_quiet_runs(tmp_path: Path) -> None:
     assert sum(len(step["operations"]) for step in report["steps"]) == len(report["placement"])
     assert not inspected.stderr  # LiteRT's native "INFO: Created ... delegate" lines included
     assert report["prepared_per_shape"] is False
-    dynamic = _nnrt("inspect", model, "--json")  # the batch dim stays dynamic
+    dynamic = run_nnrt("inspect", model, "--json")  # the batch dim stays dynamic
     assert json.loads(dynamic.stdout)["prepared_per_shape"] is True
     assert json.loads(dynamic.stdout)["inputs"][0]["shape"] == ["batch", 3, 32, 32]
-    assert "static variant per input shape" in _nnrt("inspect", model).stdout
+    assert "static variant per input shape" in run_nnrt("inspect", model).stdout
     vendor = str(Path(__file__).resolve().parents[2] / "examples" / "vendor_plugin")
     import nnrt
 
@@ -282,7 +278,7 @@ def test_run_prints_json() -> None:
     import json
 
     model = str(Path(__file__).resolve().parents[2] / "examples" / "models" / "cnn.onnx")
-    ran = _nnrt("run", model, "--input-shape", "x=2x3x32x32", "--random-inputs", "--bench", "5",
+    ran = run_nnrt("run", model, "--input-shape", "x=2x3x32x32", "--random-inputs", "--bench", "5",
                 "--json")
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
@@ -294,10 +290,10 @@ def test_run_prints_json() -> None:
 def test_a_model_file_with_dynamic_dims_runs_at_the_shapes_given(tmp_path: Path) -> None:
     model = str(Path(__file__).resolve().parents[2] / "examples" / "models" / "cnn.onnx")
     target = str(tmp_path / "cnn.nnrt")
-    compiled = _nnrt("compile", model, "-o", target)
+    compiled = run_nnrt("compile", model, "-o", target)
     assert compiled.returncode == 0 and "prepares it per input shape" in compiled.stderr + \
         compiled.stdout
-    ran = _nnrt("run", target, "--input-shape", "x=2x3x32x32", "--random-inputs")
+    ran = run_nnrt("run", target, "--input-shape", "x=2x3x32x32", "--random-inputs")
     assert ran.returncode == 0 and "float32 [2, 10]" in ran.stdout, ran.stderr
-    bad = _nnrt("run", target, "--input-shape", "x=2x3x31x32", "--random-inputs")
+    bad = run_nnrt("run", target, "--input-shape", "x=2x3x31x32", "--random-inputs")
     assert bad.returncode == 1 and "does not fit the input's dims" in bad.stderr

@@ -3,8 +3,6 @@ against onnxruntime."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +10,10 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_process import run_nnrt
 from onnx import TensorProto, helper, numpy_helper
 
 Array = np.ndarray[Any, Any]
-
-
-def _nnrt(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nnrt", *map(str, args)], capture_output=True,
-                          text=True, timeout=120, check=False)
 
 
 def mlp() -> onnx.ModelProto:
@@ -71,7 +65,7 @@ def expected(x: Array) -> dict[str, Array]:
 
 def test_run_prints_and_saves_the_outputs(files: dict[str, Path]) -> None:
     out = files["dir"] / "out.npz"
-    result = _nnrt("run", files["mlp"], "--input", f"x={files['x']}", "--output", out)
+    result = run_nnrt("run", files["mlp"], "--input", f"x={files['x']}", "--output", out)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("ran on ") and "first execution" in lines[0]
@@ -85,7 +79,7 @@ def test_run_prints_and_saves_the_outputs(files: dict[str, Path]) -> None:
 
 
 def test_run_benches_and_profiles(files: dict[str, Path]) -> None:
-    result = _nnrt("run", files["mlp"], "--input", f"x={files['x']}", "--bench", "3",
+    result = run_nnrt("run", files["mlp"], "--input", f"x={files['x']}", "--bench", "3",
                    "--profile", "--profile-runs", "2")
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -97,30 +91,30 @@ def test_run_benches_and_profiles(files: dict[str, Path]) -> None:
 
 
 def test_run_with_random_inputs_and_a_fixed_shape(files: dict[str, Path]) -> None:
-    result = _nnrt("run", files["mlp"], "--input-shape", "x=5x8", "--random-inputs")
+    result = run_nnrt("run", files["mlp"], "--input-shape", "x=5x8", "--random-inputs")
     assert result.returncode == 0, result.stderr
     assert "  probs: float32 [5, 4]" in result.stdout
 
 
 def test_run_errors_name_what_is_wrong(files: dict[str, Path]) -> None:
-    missing = _nnrt("run", files["mlp"], "--input-shape", "x=2x8")
+    missing = run_nnrt("run", files["mlp"], "--input-shape", "x=2x8")
     assert missing.returncode == 1
     assert "missing inputs ['x']" in missing.stderr and "TENSOR_FLOAT32[2, 8]" in missing.stderr
-    unknown = _nnrt("run", files["mlp"], "--input", f"y={files['x']}")
+    unknown = run_nnrt("run", files["mlp"], "--input", f"y={files['x']}")
     assert unknown.returncode == 1 and "'y'" in unknown.stderr, unknown.stderr
-    shape = _nnrt("run", files["mlp"], "--input-shape", "x=2by8", "--random-inputs")
+    shape = run_nnrt("run", files["mlp"], "--input-shape", "x=2by8", "--random-inputs")
     assert shape.returncode == 1 and "--input-shape 'x=2by8'" in shape.stderr
     garbage = files["dir"] / "garbage.txt"
     garbage.write_text("not an array")
     for value, why in ((garbage, "not a .npy array file (write one with numpy.save)"),
                        (files["dir"] / "absent.npy", "no such file")):
-        bad = _nnrt("run", files["mlp"], "--input", f"x={value}")
+        bad = run_nnrt("run", files["mlp"], "--input", f"x={value}")
         assert bad.returncode == 1
         assert bad.stderr.strip() == f"nnrt run: --input x={value}: {why}", bad.stderr
 
 
 def test_inspect_prints_the_graph_and_the_placement(files: dict[str, Path]) -> None:
-    result = _nnrt("inspect", files["mlp"], "--input-shape", "x=2x8", "--driver", "cpu",
+    result = run_nnrt("inspect", files["mlp"], "--input-shape", "x=2x8", "--driver", "cpu",
                    "--operations")
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -132,7 +126,7 @@ def test_inspect_prints_the_graph_and_the_placement(files: dict[str, Path]) -> N
 
 
 def test_inspect_lists_every_unsupported_node(files: dict[str, Path]) -> None:
-    result = _nnrt("inspect", files["bad"])
+    result = run_nnrt("inspect", files["bad"])
     assert result.returncode == 1
     out = result.stdout
     assert "2 ONNX node(s) unsupported" in out
@@ -143,20 +137,20 @@ def test_inspect_lists_every_unsupported_node(files: dict[str, Path]) -> None:
 
 def test_compile_an_onnx_file_then_run_and_inspect_it(files: dict[str, Path]) -> None:
     target = files["dir"] / "mlp.nnrt"
-    compiled = _nnrt("compile", files["mlp"], "--input-shape", "x=3x8", "-o", target,
+    compiled = run_nnrt("compile", files["mlp"], "--input-shape", "x=3x8", "-o", target,
                      "--driver", "cpu")
     assert compiled.returncode == 0, compiled.stderr
     assert "compiled ahead of time" in compiled.stderr
     out = files["dir"] / "from-nnrt.npz"
-    ran = _nnrt("run", target, "--input", f"x={files['x']}", "--output", out)
+    ran = run_nnrt("run", target, "--input", f"x={files['x']}", "--output", out)
     assert ran.returncode == 0, ran.stderr
     want = expected(np.load(files["x"]))
     with np.load(out) as saved:
         np.testing.assert_allclose(saved["probs"], want["probs"], rtol=1e-5, atol=1e-6)
-    inspected = _nnrt("inspect", target, "--no-placement")
+    inspected = run_nnrt("inspect", target, "--no-placement")
     assert inspected.returncode == 0, inspected.stderr
     assert "compiled ahead of time for cpu" in inspected.stdout
-    shaped = _nnrt("inspect", target, "--input-shape", "x=3x8")
+    shaped = run_nnrt("inspect", target, "--input-shape", "x=3x8")
     assert shaped.returncode == 1 and ".onnx models only" in shaped.stderr
 
 

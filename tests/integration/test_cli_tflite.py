@@ -3,25 +3,19 @@ checked against LiteRT's reference kernels."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as fb
+from cli_process import run_nnrt
 
 from tests.unit.tflite.flatbuffers_kit import B, TfliteFile, litert_run
 from tests.unit.tflite.test_control import counter_loop
 
 Array = np.ndarray[Any, Any]
 SIGNATURE = {"key": "serving_default", "inputs": {"x": 0}, "outputs": {"probs": 3}}
-
-
-def _nnrt(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nnrt", *map(str, args)], capture_output=True,
-                          text=True, timeout=120, check=False)
 
 
 def classifier() -> bytes:
@@ -68,7 +62,7 @@ def expected(x: Array) -> Array:
 
 def test_run_prints_and_saves_the_outputs(files: dict[str, Path]) -> None:
     out = files["dir"] / "out.npz"
-    result = _nnrt("run", files["clf"], "--input", f"x={files['x']}", "--output", out)
+    result = run_nnrt("run", files["clf"], "--input", f"x={files['x']}", "--output", out)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("ran on ") and "first execution" in lines[0]
@@ -80,17 +74,17 @@ def test_run_prints_and_saves_the_outputs(files: dict[str, Path]) -> None:
 
 
 def test_run_with_random_inputs_a_fixed_shape_and_a_signature(files: dict[str, Path]) -> None:
-    result = _nnrt("run", files["clf"], "--input-shape", "x=5x8", "--random-inputs",
+    result = run_nnrt("run", files["clf"], "--input-shape", "x=5x8", "--random-inputs",
                    "--signature", "serving_default", "--driver", "cpu")
     assert result.returncode == 0, result.stderr
     assert "  probs: float32 [5, 4]" in result.stdout
-    wrong = _nnrt("run", files["clf"], "--random-inputs", "--signature", "other")
+    wrong = run_nnrt("run", files["clf"], "--random-inputs", "--signature", "other")
     assert wrong.returncode == 1
     assert "no signature 'other'" in wrong.stderr and "serving_default" in wrong.stderr
 
 
 def test_inspect_prints_the_graph_and_the_placement(files: dict[str, Path]) -> None:
-    result = _nnrt("inspect", files["clf"], "--input-shape", "x=2x8", "--driver", "cpu",
+    result = run_nnrt("inspect", files["clf"], "--input-shape", "x=2x8", "--driver", "cpu",
                    "--operations")
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -101,7 +95,7 @@ def test_inspect_prints_the_graph_and_the_placement(files: dict[str, Path]) -> N
 
 
 def test_inspect_lists_every_unsupported_operator(files: dict[str, Path]) -> None:
-    result = _nnrt("inspect", files["bad"])
+    result = run_nnrt("inspect", files["bad"])
     assert result.returncode == 1
     out = result.stdout
     assert "1 TFLite operator(s) unsupported" in out
@@ -111,17 +105,17 @@ def test_inspect_lists_every_unsupported_operator(files: dict[str, Path]) -> Non
 
 def test_compile_a_tflite_file_then_run_it(files: dict[str, Path]) -> None:
     target = files["dir"] / "clf.nnrt"
-    compiled = _nnrt("compile", files["clf"], "--input-shape", "x=3x8", "-o", target,
+    compiled = run_nnrt("compile", files["clf"], "--input-shape", "x=3x8", "-o", target,
                      "--driver", "cpu")
     assert compiled.returncode == 0, compiled.stderr
     assert "compiled ahead of time" in compiled.stderr
     out = files["dir"] / "from-nnrt.npz"
-    ran = _nnrt("run", target, "--input", f"x={files['x']}", "--output", out)
+    ran = run_nnrt("run", target, "--input", f"x={files['x']}", "--output", out)
     assert ran.returncode == 0, ran.stderr
     with np.load(out) as saved:
         np.testing.assert_allclose(saved["probs"], expected(np.load(files["x"])), rtol=1e-5,
                                    atol=1e-6)
-    signed = _nnrt("inspect", target, "--no-placement", "--signature", "serving_default")
+    signed = run_nnrt("inspect", target, "--no-placement", "--signature", "serving_default")
     assert signed.returncode == 1 and "--signature applies to .tflite" in signed.stderr
 
 
@@ -134,7 +128,7 @@ def test_run_a_while_loop(files: dict[str, Path]) -> None:
     np.save(files["dir"] / "i.npy", i)
     np.save(files["dir"] / "x23.npy", x)
     out = files["dir"] / "loop.npz"
-    ran = _nnrt("run", model, "--input", f"i={files['dir'] / 'i.npy'}", "--input",
+    ran = run_nnrt("run", model, "--input", f"i={files['dir'] / 'i.npy'}", "--input",
                 f"x={files['dir'] / 'x23.npy'}", "--output", out)
     assert ran.returncode == 0, ran.stderr
     want = litert_run(data, [i, x])
