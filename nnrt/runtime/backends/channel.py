@@ -412,9 +412,7 @@ class RequestClient:
             framed.use_asyncio(None)
             self._loop = None
             self._start_polling = None
-            if self._polling_timer is not None:
-                self._polling_timer.cancel()
-                self._polling_timer = None
+            self._cancel_polling_timer()
 
     def _on_message(self, message: Any) -> None:
         request_id, status, body = check_response(message)
@@ -423,10 +421,7 @@ class RequestClient:
             seconds = time.monotonic() - self._lone_sent
             self._lone_seconds += _LONE_WEIGHT * (seconds - self._lone_seconds)
             self._lone_sent = 0.0
-            timer = self._polling_timer
-            if timer is not None:  # came before its polling was to start
-                timer.cancel()
-                self._polling_timer = None
+            self._cancel_polling_timer()  # came before its polling was to start
         if waiter is None:
             if request_id == LOAD_REPORT_ID:
                 self._on_load_report(status, body)
@@ -490,16 +485,19 @@ class RequestClient:
         the event loop, which sleeps till then), up to :data:`POLL_LATE` after."""
         now = self._lone_sent = time.monotonic()
         expected = self._lone_seconds
-        timer = self._polling_timer
-        if timer is not None:
-            timer.cancel()
-            self._polling_timer = None
+        self._cancel_polling_timer()
         if expected <= POLL_AHEAD:
             self._polling_until = now + expected + self.poll_window
             start()
             return
         self._polling_until = now + expected + POLL_LATE + self.poll_window
         self._polling_timer = loop.call_at(now + expected - SLEEP_LEAD, start)
+
+    def _cancel_polling_timer(self) -> None:
+        timer = self._polling_timer
+        if timer is not None:
+            timer.cancel()
+            self._polling_timer = None
 
     def notify(self, verb: str, body: dict[str, Any]) -> None:
         """Send a request whose reply nobody waits for (e.g. ``unmap``); never blocks.
