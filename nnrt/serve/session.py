@@ -12,6 +12,7 @@ on the models the service batches across clients are its
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -37,6 +38,7 @@ from nnrt.ipc.messages import (
     decode_ref,
     decode_tensor,
     encode_error,
+    error_from,
     read_deadline,
 )
 from nnrt.memory.mapped import MappedMemory, MappingTable
@@ -47,8 +49,9 @@ from nnrt.model.operand import dtype_of
 from nnrt.model.wire import model_from_wire, model_to_wire
 from nnrt.model.wire_fields import describe
 from nnrt.runtime.backends.base import CompiledRef
-from nnrt.runtime.backends.channel import FramedSocket
+from nnrt.runtime.backends.channel import FramedSocket, ReplyHandler, running_asyncio
 from nnrt.runtime.backends.embedded import BufferHandle, EmbeddedBackend
+from nnrt.runtime.backends.slot import WorkerSlot
 from nnrt.runtime.compile.caching import StepCache
 from nnrt.serve.batched import BatchedHandles, BatchedModels
 from nnrt.serve.clients import (
@@ -68,6 +71,10 @@ _session_ids = itertools.count(1)
 #: Seconds the service waits, after a client's connection ends, for its process to be gone
 #: before sweeping its blobs (a process that runs on keeps them: it unlinks its own).
 SWEEP_PATIENCE = 5.0
+#: Bytes of replies a session lets wait for its client to read before it stops forwarding
+#: executes at arrival (:meth:`Session._execute_now`) and its replies wait for the client: a
+#: client that does not read its replies is then paused (``_backpressure``).
+REPLY_BACKLOG = 1 << 20
 
 
 async def sweep_when_gone(pid: int, patience: float = SWEEP_PATIENCE) -> list[str]:
@@ -137,7 +144,9 @@ class Session:
         self.buffer_bytes: dict[int, int] = {}
         self.buffer_total = 0
         self._next_token = 1
-        self.running: dict[int, anyio.CancelScope] = {}
+        self.running: dict[int, anyio.CancelScope | _Forwarded] = {}
+        #: The event loop under asyncio (executes are then forwarded at arrival), else None.
+        self._loop: asyncio.AbstractEventLoop | None = None
         #: Requests received and not yet answered (running or with their reply being sent).
         self.unanswered = 0
         self._drained: anyio.Event | None = None
@@ -157,6 +166,9 @@ class Session:
         }
 
     async def run(self) -> None:
+        if running_asyncio():
+            self._loop = asyncio.get_running_loop()
+            self.framed.use_asyncio(self._loop)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -169,7 +181,11 @@ class Session:
                                 "its connection", self.creds.pid, type(exc).__name__)
                 tg.cancel_scope.cancel()
         finally:
+            for running in list(self.running.values()):  # the forwarded ones: tell workers
+                if isinstance(running, _Forwarded):
+                    running.cancel()
             self.framed.close()
+            self.framed.use_asyncio(None)
             with anyio.CancelScope(shield=True):
                 for ref in self.handles.values():
                     with contextlib.suppress(NnrtError):
@@ -221,7 +237,7 @@ class Session:
             self.greeted = True
         if self.unanswered >= self.limits.max_in_flight:
             self._spawn(request_id, self._refuse)
-        else:
+        elif verb != "execute" or not self._execute_now(request_id, body):
             self._spawn(request_id, handler, body)
         if self.unanswered >= 2 * self.limits.max_in_flight:
             return self._backpressure()  # refusals pile up unread: stop reading this client
@@ -261,6 +277,7 @@ class Session:
         try:
             with contextlib.suppress(NnrtError, OSError):
                 await self.framed.send([request_id, status, reply])
+                await self.framed.drain(REPLY_BACKLOG)  # held while the client does not read
         finally:
             self.unanswered -= 1
             if self._drained is not None and self.unanswered < self.limits.max_in_flight:
@@ -496,6 +513,17 @@ class Session:
         return reply
 
     async def _forward_execute(self, ref: CompiledRef, body: dict[str, Any]) -> dict[str, Any]:
+        deadline, sizes, inputs, outputs, used, buffers = self._checked_execute(body)
+        return await self.backend.execute(ref, inputs, sizes, body.get("priority", 100),
+                                          deadline,
+                                          outputs=outputs, memories=list(used.values()),
+                                          buffer=buffers[0] if buffers else None)
+
+    def _checked_execute(self, body: dict[str, Any]) -> tuple[
+            float | None, list[int] | None, list[Any], list[Any] | None,
+            dict[int, ReceivedMemory], list[BufferHandle]]:
+        """An execute's fields checked and translated to the service's ids: its deadline,
+        output sizes, inputs, outputs, the memories and the device buffers they name."""
         deadline = body.get("deadline")
         if deadline is not None:  # as the worker reads it
             deadline = read_deadline(deadline, "execute")
@@ -514,10 +542,61 @@ class Session:
         if any(d.slot is not buffers[0].slot for d in buffers):
             raise BadData("device memories held by different workers cannot meet in one "
                           "request")
-        return await self.backend.execute(ref, inputs, sizes, body.get("priority", 100),
-                                          deadline,
-                                          outputs=outputs, memories=list(used.values()),
-                                          buffer=buffers[0] if buffers else None)
+        return deadline, sizes, inputs, outputs, used, buffers
+
+    def _execute_now(self, request_id: int, body: Any) -> bool:
+        """Forward an execute straight from its arrival to a worker, its reply straight back
+        (asyncio: no task, no cancel scope; see :class:`_Forwarded`): when it names no
+        deadline and no device memory, its model is prepared on a worker with room and its
+        memories are mapped there, and the client reads its replies. False: the request
+        takes the task path (which also reports anything wrong with it)."""
+        if (self._loop is None or body.__class__ is not dict or "deadline" in body
+                or self.framed.backlog > REPLY_BACKLOG):
+            return False
+        handle = body.get("handle")
+        if handle.__class__ is not int:
+            return False
+        ref = self.handles.get(handle)
+        if ref is None:
+            return False
+        try:
+            _, sizes, inputs, outputs, used, buffers = self._checked_execute(body)
+        except (NnrtError, KeyError, TypeError):
+            return False
+        priority = body.get("priority", 100)
+        if buffers or priority.__class__ is not int:
+            return False
+        forwarded = _Forwarded(self, request_id, self.measured[handle])
+        sent = self.backend.execute_now(ref, inputs, sizes, priority, outputs, used.values(),
+                                        forwarded)
+        if sent is None:
+            return False
+        forwarded.slot, forwarded.worker_request = sent
+        self.running[request_id] = forwarded
+        self.unanswered += 1
+        return True
+
+    def _forwarded_done(self, forwarded: _Forwarded, status: int, reply: dict[str, Any]
+                        ) -> None:
+        """Answer an execute :meth:`_execute_now` forwarded (the worker's reply, the loss of
+        its connection, or the client's cancel)."""
+        slot = forwarded.slot
+        if slot is not None:
+            slot.pool.release(slot, ok=status == Status.OK)
+        end = time.monotonic()
+        if status == Status.OK:
+            forwarded.measured.metrics.alone_done(end - forwarded.start, end)
+        else:
+            error = error_from(status, reply)
+            forwarded.measured.metrics.request_done(end - forwarded.start, error, end)
+            status, reply = encode_error(error)
+        if self.running.get(forwarded.request_id) is forwarded:
+            del self.running[forwarded.request_id]
+        with contextlib.suppress(NnrtError, OSError):
+            self.framed.send_coalesced([forwarded.request_id, status, reply])
+        self.unanswered -= 1
+        if self._drained is not None and self.unanswered < self.limits.max_in_flight:
+            self._drained.set()
 
     async def _do_release(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self.handles.pop(body["handle"], None)
@@ -530,6 +609,34 @@ class Session:
             self.metrics.remove(measured)
         await self.backend.release(ref)
         return {}
+
+
+class _Forwarded(ReplyHandler):
+    """An execute forwarded at arrival (:meth:`Session._execute_now`): answered when its
+    worker replies, its connection is lost or the client cancels it."""
+
+    __slots__ = ("measured", "request_id", "session", "slot", "start", "worker_request")
+
+    def __init__(self, session: Session, request_id: int, measured: ForwardedModel) -> None:
+        super().__init__()
+        self.session = session
+        self.request_id = request_id
+        self.measured = measured
+        self.start = time.monotonic()
+        #: The worker slot holding the request, and its id on that worker's connection.
+        self.slot: WorkerSlot | None = None
+        self.worker_request = 0
+
+    def on_reply(self, status: int, body: dict[str, Any]) -> None:
+        self.session._forwarded_done(self, status, body)
+
+    def cancel(self) -> None:
+        """The client cancelled it (or left): the worker is told, the client answered."""
+        slot = self.slot
+        if self.answered or slot is None or slot.client is None:
+            return
+        if slot.client.abandon(self.worker_request):
+            self.set_result((Status.MISSED_DEADLINE, {"message": "cancelled"}))
 
 
 #: Per input and per output of a model: (bytes per element, inferred dims).

@@ -37,7 +37,7 @@ from nnrt.ipc.messages import (
     error_from,
 )
 
-__all__ = ["FramedSocket", "RequestClient", "running_asyncio"]
+__all__ = ["FramedSocket", "ReplyHandler", "RequestClient", "running_asyncio"]
 
 log = logging.getLogger("nnrt.runtime")
 #: Requests a ``cancel`` is sent for when their caller gives up on them.
@@ -77,10 +77,25 @@ class FramedSocket:
         self._flush_scheduled = False
         self._writer_registered = False
         self._drained: list[asyncio.Future[None]] = []
+        #: Ends :meth:`receive_loop`'s callback reading (asyncio mode) while it runs.
+        self._stop_reading: asyncio.Future[Awaitable[None] | None] | None = None
 
     def use_asyncio(self, loop: asyncio.AbstractEventLoop | None) -> None:
         """Coalesce sends per event-loop iteration on ``loop`` (None: back to generic)."""
         self._loop = loop
+
+    @property
+    def backlog(self) -> int:
+        """Bytes queued to send that the socket has not taken yet."""
+        return len(self._outbox)
+
+    async def drain(self, limit: int) -> None:
+        """Wait until at most ``limit`` bytes wait to be sent (asyncio mode: a peer that does
+        not read holds up its sender here instead of growing the outbox)."""
+        while len(self._outbox) > limit and self._loop is not None and not self.closed:
+            future: asyncio.Future[None] = self._loop.create_future()
+            self._drained.append(future)
+            await future
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled and self._loop is not None:
@@ -195,10 +210,16 @@ class FramedSocket:
                 del self._outbox[:sent]
 
     async def receive_loop(self, handle: Callable[[Any], Awaitable[None] | None]) -> None:
-        """Feed every received message to ``handle`` until end of stream.
+        """Feed every received message to ``handle`` until end of stream; an awaitable it
+        returns is awaited before the next message is read.
 
         Raises ``ProtocolError`` for malformed input (including a truncated final frame).
+        In asyncio mode (:meth:`use_asyncio`) messages are handled straight from the socket's
+        readiness callback, with no task hop per message.
         """
+        if self._loop is not None:
+            await self._receive_from_callback(self._loop, handle)
+            return
         while True:
             for message in self.reader.messages():
                 result = handle(message)
@@ -219,11 +240,62 @@ class FramedSocket:
                     raise ProtocolError("connection closed in the middle of a frame")
                 return
 
+    async def _receive_from_callback(self, loop: asyncio.AbstractEventLoop,
+                                     handle: Callable[[Any], Awaitable[None] | None]) -> None:
+        reader, sock, fd = self.reader, self.sock, self.sock.fileno()
+        while True:
+            for message in reader.messages():  # those left when a handler paused reading
+                result = handle(message)
+                if result is not None:
+                    await result
+            # what stops the callback: the awaitable of a handler, or None at end of stream
+            stopped: asyncio.Future[Awaitable[None] | None] = loop.create_future()
+
+            def readable(stopped: asyncio.Future[Awaitable[None] | None] = stopped) -> None:
+                if stopped.done():
+                    return
+                try:
+                    try:
+                        count = reader.receive(sock)
+                    except BlockingIOError:
+                        return
+                    except OSError:  # reset by the peer: its end of stream
+                        count = 0
+                    for message in reader.messages():
+                        result = handle(message)
+                        if result is not None:
+                            stopped.set_result(result)
+                            return
+                    if count == 0:
+                        if reader.pending_bytes:
+                            raise ProtocolError("connection closed in the middle of a frame")
+                        stopped.set_result(None)
+                except BaseException as exc:
+                    stopped.set_exception(exc)
+
+            self._stop_reading = stopped
+            loop.add_reader(fd, readable)
+            try:
+                paused = await stopped
+            finally:
+                self._stop_reading = None
+                if not self.closed:
+                    loop.remove_reader(fd)
+            if paused is None:
+                return
+            await paused
+
     def close(self) -> None:
         """Close the socket and any received descriptors nobody claimed (idempotent)."""
         if self.closed:
             return
         self.closed = True
+        stop_reading = self._stop_reading
+        if stop_reading is not None and self._loop is not None:  # reading from the callback
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self.sock.fileno())
+            if not stop_reading.done():
+                stop_reading.set_result(None)
         if self._writer_registered and self._loop is not None:
             self._writer_registered = False
             with contextlib.suppress(Exception):
@@ -262,9 +334,31 @@ class _Pending:
         return self.result
 
 
-#: Where a response goes: the asyncio future of its request (the result is ``(status, body)``)
-#: or, on other backends, a :class:`_Pending`.
-_Waiter = asyncio.Future[tuple[int, dict[str, Any]]] | _Pending
+class ReplyHandler:
+    """A request's response slot that hands the reply (or the connection's loss) to a
+    function at once, from the reader's callback: no task waits for it (asyncio only; see
+    :meth:`RequestClient.send_now`). Subclasses define :meth:`on_reply`."""
+
+    __slots__ = ("answered",)
+
+    def __init__(self) -> None:
+        self.answered = False
+
+    def done(self) -> bool:
+        return self.answered
+
+    def set_result(self, result: tuple[int, dict[str, Any]]) -> None:
+        if not self.answered:
+            self.answered = True
+            self.on_reply(*result)
+
+    def on_reply(self, status: int, body: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+#: Where a response goes: the asyncio future of its request (the result is ``(status, body)``),
+#: a :class:`ReplyHandler` or, on other backends, a :class:`_Pending`.
+_Waiter = asyncio.Future[tuple[int, dict[str, Any]]] | _Pending | ReplyHandler
 
 
 def _resolve(waiter: _Waiter, status: int, body: dict[str, Any]) -> None:
@@ -477,6 +571,33 @@ class RequestClient:
         if status != Status.OK:
             raise error_from(status, reply)
         return reply
+
+    def send_now(self, verb: str, body: dict[str, Any], handler: ReplyHandler) -> int | None:
+        """Send a request without waiting for anything, its reply to go to ``handler``; the
+        request's id, or None when that is not possible right now (not under asyncio, the
+        connection lost, notes waiting): then use :meth:`request`."""
+        loop = self._loop
+        if loop is None or self.lost is not None or self._notes:
+            return None
+        request_id = next(self._ids)
+        self._pending[request_id] = handler
+        if not self.framed.send_coalesced([request_id, verb, body]):
+            del self._pending[request_id]
+            return None
+        start = self._start_polling
+        if start is not None and len(self._pending) == 1:
+            self._poll_for_lone(loop, start)
+        return request_id
+
+    def abandon(self, request_id: int) -> bool:
+        """Give up on a request sent with :meth:`send_now` (its handler is not called): a
+        ``cancel`` goes to the peer, as for a cancelled :meth:`request`. False if it was
+        answered already."""
+        if self._pending.pop(request_id, None) is None:
+            return False
+        self.abandoned[request_id] = time.monotonic()
+        self.notify("cancel", {"target": request_id})
+        return True
 
     def _poll_for_lone(self, loop: asyncio.AbstractEventLoop, start: Callable[[], None]
                        ) -> None:

@@ -22,7 +22,7 @@ from nnrt.errors import (
 )
 from nnrt.memory.source import MemorySource
 from nnrt.runtime.backends.base import CompiledRef, PreparedKey, execute_body
-from nnrt.runtime.backends.channel import RequestClient
+from nnrt.runtime.backends.channel import ReplyHandler, RequestClient
 from nnrt.runtime.backends.pool import WorkerPool, WorkerSlot
 from nnrt.runtime.compile.caching import StepCache
 from nnrt.runtime.stats import LOAD_REPORT_STALE, PoolStatistics, RuntimeStatistics
@@ -181,6 +181,31 @@ class EmbeddedBackend:
             return reply
         finally:
             pool.release(slot, ok=ok)
+
+    def execute_now(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
+                    priority: int, outputs: list[Any] | None,
+                    memories: Collection[MemorySource], handler: ReplyHandler
+                    ) -> tuple[WorkerSlot, int] | None:
+        """Send one execution of ``ref`` to a worker without waiting for anything, its reply
+        to go to ``handler``: when a worker of its driver has room right now, has the model
+        prepared and every one of ``memories`` mapped (asyncio only). Returns the slot, whose
+        capacity the request holds until :meth:`WorkerPool.release`, and the request's id on
+        its connection; None when something must be awaited first (use :meth:`execute`)."""
+        pool = self.pools[ref.driver]
+        slot = pool.try_acquire()
+        if slot is None:
+            return None
+        handle = slot.handle_of(ref.key[0])
+        client = slot.client
+        if handle is None or client is None or any(m.id not in slot.sharing for m in memories):
+            pool.give_back(slot)
+            return None
+        body = execute_body(handle, inputs, priority, None, output_sizes, outputs)
+        request_id = client.send_now("execute", body, handler)
+        if request_id is None:
+            pool.give_back(slot)
+            return None
+        return slot, request_id
 
     # -- device memories -----------------------------------------------------------------------
 

@@ -373,6 +373,12 @@ class WorkerPool:
             raise UnavailableDevice(f"no {self.driver} worker can be started (see the log)")
         return waiter.slot
 
+    def give_back(self, slot: WorkerSlot) -> None:
+        """Return capacity :meth:`try_acquire` took for a request that was not sent."""
+        slot.in_flight -= 1
+        if self._waiters:
+            self.wake()
+
     def release(self, slot: WorkerSlot, *, ok: bool) -> None:
         """Return capacity taken by :meth:`acquire`; count the request's outcome."""
         slot.in_flight -= 1
