@@ -5,6 +5,8 @@ Run: .venv/bin/python benchmarks/latency.py [--requests N] [--rounds R]
 Side by side, in one run, on the same machine:
 - raw asyncio Unix-socket echo to another process (the floor: a round trip and nothing else);
 - ``nnrt`` ``CompiledModel.execute`` (1 and 2 worker processes);
+- the same through nnrt's shared mode: ``nnrt serve --workers W`` in another process and
+  ``Runtime(connect=...)`` (a relay: client -> service -> worker);
 - ``ProcessPoolExecutor`` + ``loop.run_in_executor`` doing the same numpy ADD (1 and 2 workers);
 - ``anyio.to_process.run_sync`` doing the same numpy ADD (1 and 2 workers).
 Latency: p50 / p99 of sequential round trips. Throughput: requests/s with 1, 8, 64 concurrent
@@ -146,6 +148,31 @@ async def nnrt_peer(workers: int, n: int, rows: list[str]) -> None:
         await measure(f"nnrt execute, {workers} worker(s)", call, n, rows)
 
 
+async def shared_peer(workers: int, n: int, rows: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "nnrt.sock")
+        proc = subprocess.Popen([sys.executable, "-m", "nnrt", "serve", "--socket", path,
+                                 "--workers", str(workers), "--driver", "reference"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(path):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("nnrt serve did not start")
+                await asyncio.sleep(0.05)
+            async with nnrt.Runtime(connect=path) as rt:
+                compiled = await rt.compile(add_model())
+
+                async def call() -> None:
+                    await compiled.execute([X])
+
+                await measure(f"nnrt shared mode (nnrt serve), {workers} worker(s)", call, n,
+                              rows)
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
 async def pool_peer(workers: int, n: int, rows: list[str]) -> None:
     loop = asyncio.get_running_loop()
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
@@ -178,6 +205,8 @@ async def main(n: int, rounds: int) -> None:
         await echo_peer(n, rows)
         for workers in (1, 2):
             await nnrt_peer(workers, n, rows)
+        for workers in (1, 2):
+            await shared_peer(workers, n, rows)
         for workers in (1, 2):
             await pool_peer(workers, n, rows)
         for workers in (1, 2):
