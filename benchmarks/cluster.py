@@ -12,7 +12,8 @@ comparisons (issue 29):
    p50 / p99 of sequential round trips, and requests/s with C in flight (the four ADD paths
    measured in turn, ``--rounds`` times, medians reported: the machine's load drifts);
 2. cross-node: the same ADD sent to another node (``local_in_flight=0``) vs a plain Ray actor
-   on that node doing the same numpy work (``x + c``), called the same way;
+   on that node doing the same numpy work (``x + c``), called the same way, and vs the same
+   work in an async actor (served concurrently, as nnrt's node actor is);
 3. a 64 MiB float32 tensor through a RELU on another node vs a plain Ray actor returning
    ``np.maximum(x, 0)`` of the same array put with ``ray.put`` (and, for scale, a local
    ``ray.get(ray.put(x))``): medians of R round trips;
@@ -69,6 +70,15 @@ class Peer:
 
     def noop(self) -> None:
         return None
+
+
+class AsyncPeer:
+    """The same ADD in an async actor: Ray serves its calls concurrently, as it serves nnrt's
+    node actor (which must, to keep a node's workers busy); a call costs more than a plain
+    actor's (Ray's event-loop thread), which the cross-node figures separate."""
+
+    async def add(self, x: Array) -> Array:
+        return x + CONSTANT
 
 
 def add_model() -> nnrt.Model:
@@ -173,7 +183,8 @@ async def add_calls(rt: nnrt.Runtime) -> Callable[[], Awaitable[Any]]:
     return call
 
 
-async def add_figures(args: argparse.Namespace, peer: Any) -> dict[str, list[Any]]:
+async def add_figures(args: argparse.Namespace, peer: Any, async_peer: Any
+                      ) -> dict[str, list[Any]]:
     """The ADD through the four paths, measured in turn for ``args.rounds`` rounds (the
     machine's load drifts: each path meets it alike)."""
     async with contextlib.AsyncExitStack() as stack:
@@ -186,8 +197,11 @@ async def add_figures(args: argparse.Namespace, peer: Any) -> dict[str, list[Any
         async def plain() -> Any:
             return await peer.add.remote(X)
 
+        async def plain_async() -> Any:
+            return await async_peer.add.remote(X)
+
         calls = {"shared": await add_calls(shared), "local": await add_calls(local),
-                 "cross": await add_calls(cross), "peer": plain}
+                 "cross": await add_calls(cross), "peer": plain, "async_peer": plain_async}
         figures: dict[str, list[Any]] = {name: [] for name in calls}
         for _ in range(args.rounds):
             for name, call in calls.items():
@@ -264,9 +278,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     peer = ray.remote(Peer).options(  # type: ignore[attr-defined]
         num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(remote, soft=False)
     ).remote()
-    out: dict[str, Any] = {"add": await add_figures(args, peer)}
+    async_peer = ray.remote(AsyncPeer).options(  # type: ignore[attr-defined]
+        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(remote, soft=False)
+    ).remote()
+    out: dict[str, Any] = {"add": await add_figures(args, peer, async_peer)}
     out["peer"] = await peer_figures(peer, args)
     ray.kill(peer)
+    ray.kill(async_peer)
     out["big"] = await big_cross_node(args.big_runs)
     out["real"] = [await real_throughput(k, args.real_concurrency, args.seconds)
                    for k in range(1, NODES + 1)]
@@ -283,6 +301,7 @@ def report(out: dict[str, Any]) -> None:
     lp50, lp99, lrate = _median(add["local"])
     cp50, cp99, crate = _median(add["cross"])
     pp50, pp99, prate = _median(add["peer"])
+    ap50, ap99, arate = _median(add["async_peer"])
     rounds = len(add["shared"])
     print(f"# {platform.machine()}, {os.cpu_count()} CPUs, Python "
           f"{platform.python_version()}, ray {ray.__version__}, nnrt {nnrt.__version__}; "
@@ -293,8 +312,11 @@ def report(out: dict[str, Any]) -> None:
     print(f"| cluster, node-local | {lp50:.0f} | {lp99:.0f} | {lrate:.0f} | "
           f"{lp50 / sp50:.2f}x / {srate / lrate:.2f}x |")
     print(f"| plain Ray actor call, other node | {pp50:.0f} | {pp99:.0f} | {prate:.0f} | |")
+    print(f"| plain Ray async actor call, other node | {ap50:.0f} | {ap99:.0f} | {arate:.0f} "
+          f"| {ap50 / pp50:.2f}x / {prate / arate:.2f}x |")
     print(f"| cluster, cross-node | {cp50:.0f} | {cp99:.0f} | {crate:.0f} | "
-          f"{cp50 / pp50:.2f}x / {prate / crate:.2f}x |")
+          f"{cp50 / pp50:.2f}x / {prate / crate:.2f}x (vs the async actor: "
+          f"{cp50 / ap50:.2f}x / {arate / crate:.2f}x) |")
     big, relu, put_get = out["big"], out["peer"]["relu"], out["peer"]["put_get"]
     print("\n| 64 MiB float32, RELU on another node | median ms | ratio |")
     print("|---|---|---|")

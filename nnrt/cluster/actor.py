@@ -22,7 +22,13 @@ from typing import Any
 import ray
 
 from nnrt.cluster.process import ServiceProcess
-from nnrt.cluster.shipping import check_digest, error_reply, model_from
+from nnrt.cluster.shipping import (
+    check_digest,
+    error_reply,
+    model_from,
+    pack_tensor,
+    unpack_tensor,
+)
 from nnrt.errors import BadData, NnrtError
 from nnrt.runtime.compiled import CompiledModel
 from nnrt.runtime.runtime import Runtime
@@ -99,8 +105,10 @@ class NodeService:
         if pending is None:
             return ("missing",)
         try:
+            arrays = [unpack_tensor(value, f"input {k}") for k, value in enumerate(inputs)]
             compiled = await asyncio.shield(pending)
-            return ("ok", await compiled.execute(list(inputs), timeout=timeout))
+            outputs = await compiled.execute(arrays, timeout=timeout)
+            return ("ok", [pack_tensor(a) for a in outputs])
         except NnrtError as exc:
             return error_reply(exc)
 

@@ -20,7 +20,7 @@ import numpy as np
 import ray
 
 from nnrt.cluster.nodes import NodeHandle
-from nnrt.cluster.shipping import PUT_BYTES, model_bytes, raise_reply
+from nnrt.cluster.shipping import PUT_BYTES, model_bytes, pack_tensor, raise_reply
 from nnrt.cluster.waiting import NodeLost, remaining, resolve
 from nnrt.errors import BadData, BadState, DeadlineMissed, NnrtError, UnavailableDevice
 from nnrt.memory import TensorRef
@@ -140,7 +140,7 @@ class ClusterRoute:
     def _arguments(self, compiled: CompiledModel, inputs: Inputs) -> list[Any]:
         """The inputs in model order as Ray arguments: large arrays put once, here."""
         arrays = _in_order(compiled, inputs)
-        return [ray.put(a) if a.nbytes >= PUT_BYTES else a for a in arrays]
+        return [ray.put(a) if a.nbytes >= PUT_BYTES else pack_tensor(a) for a in arrays]
 
     async def _remote(self, compiled: CompiledModel, node: NodeHandle, arguments: list[Any],
                       deadline: float | None) -> list[Any]:
