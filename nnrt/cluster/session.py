@@ -52,6 +52,8 @@ class RaySession:
         #: Whether this session called ``ray.init`` (then it shuts Ray down on close).
         self._started_ray = started_ray
         self._changed = anyio.Event()
+        #: Requests waiting in :meth:`acquire` for a node to have room.
+        self._waiting = 0
         self._closed = False
         self._watching: set[str] = set()
 
@@ -121,6 +123,11 @@ class RaySession:
         node under its capacity, else the first to have room, by ``deadline``. Nodes in
         ``tried`` (those that failed this request) are skipped; ``UnavailableDevice`` when
         no other node is up or coming back."""
+        local = self.nodes[0]  # this node while it has room: the common case, at once
+        if (local.is_local and local.state == "up" and local.in_flight < local.capacity
+                and not self._closed and local.node not in tried):
+            local.in_flight += 1
+            return local
         while True:
             if self._closed:
                 raise UnavailableDevice("the cluster runtime is closed")
@@ -140,9 +147,13 @@ class RaySession:
                 node.in_flight += 1
                 return node
             changed = self._changed
-            with anyio.move_on_after(None if deadline is None else remaining(deadline)):
-                await changed.wait()
-                continue
+            self._waiting += 1
+            try:
+                with anyio.move_on_after(None if deadline is None else remaining(deadline)):
+                    await changed.wait()
+                    continue
+            finally:
+                self._waiting -= 1
             raise DeadlineMissed("no node had room for the request before its deadline ("
                                  + ", ".join(f"{n.label}: {n.in_flight}/{n.capacity} in flight"
                                              for n in usable) + ")")
@@ -150,7 +161,8 @@ class RaySession:
     def release(self, node: NodeHandle) -> None:
         """A request on ``node`` ended."""
         node.in_flight -= 1
-        self._notify()
+        if self._waiting:  # room for a request waiting in acquire
+            self._notify()
 
     def _notify(self) -> None:
         self._changed.set()
