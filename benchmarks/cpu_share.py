@@ -54,7 +54,7 @@ def _sched(pid: int) -> dict[str, float]:
 
 
 async def measure(workers: int, requests: int, tasks: int) -> None:
-    async with nnrt.Runtime(workers=workers, max_in_flight=64) as rt:
+    async with nnrt.Runtime(workers=workers, max_in_flight=64, drivers=["reference"]) as rt:
         compiled = await rt.compile(add_model())
         per_task = max(requests // tasks, 1)
 

@@ -102,7 +102,7 @@ def _worker(batches: int) -> None:
 
 def _client(requests: int) -> None:
     async def main() -> None:
-        async with nnrt.Runtime(workers=1, max_in_flight=_BATCH) as rt:
+        async with nnrt.Runtime(workers=1, max_in_flight=_BATCH, drivers=["reference"]) as rt:
             compiled = await rt.compile(add_model())
 
             async def call() -> None:

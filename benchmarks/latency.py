@@ -139,7 +139,8 @@ async def echo_peer(n: int, rows: list[str]) -> None:
 
 
 async def nnrt_peer(workers: int, n: int, rows: list[str]) -> None:
-    async with nnrt.Runtime(workers=workers) as rt:  # max_in_flight: the default, 64
+    # the reference driver: the runtime's own cost (the default drivers put a 1x4 ADD on litert)
+    async with nnrt.Runtime(workers=workers, drivers=["reference"]) as rt:  # max_in_flight 64
         compiled = await rt.compile(add_model())
 
         async def call() -> None:

@@ -42,7 +42,7 @@ def fc_model(width: int) -> nnrt.Model:
 
 async def measure(model: nnrt.Model, x: np.ndarray[Any, Any], tasks: int, requests: int,
                   packing: bool | None) -> tuple[float, bool, list[float]]:
-    async with nnrt.Runtime(workers=2) as rt:
+    async with nnrt.Runtime(workers=2, drivers=["reference"]) as rt:  # the pool fixed below
         pool: WorkerPool = rt._core.backend.pools["reference"]  # type: ignore[union-attr]
         pool.fix_packing(packing)
         compiled = await rt.compile(model)

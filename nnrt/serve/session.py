@@ -561,7 +561,7 @@ class Session:
             return False
         try:
             _, sizes, inputs, outputs, used, buffers = self._checked_execute(body)
-        except (NnrtError, KeyError, TypeError):
+        except Exception:  # the task path checks it again and answers the error
             return False
         priority = body.get("priority", 100)
         if buffers or priority.__class__ is not int:
@@ -579,24 +579,29 @@ class Session:
     def _forwarded_done(self, forwarded: _Forwarded, status: int, reply: dict[str, Any]
                         ) -> None:
         """Answer an execute :meth:`_execute_now` forwarded (the worker's reply, the loss of
-        its connection, or the client's cancel)."""
+        its connection, or the client's cancel). Runs in a reader's callback: whatever goes
+        wrong here is logged, never raised into the worker connection's reader."""
         slot = forwarded.slot
         if slot is not None:
             slot.pool.release(slot, ok=status == Status.OK)
-        end = time.monotonic()
-        if status == Status.OK:
-            forwarded.measured.metrics.alone_done(end - forwarded.start, end)
-        else:
-            error = error_from(status, reply)
-            forwarded.measured.metrics.request_done(end - forwarded.start, error, end)
-            status, reply = encode_error(error)
         if self.running.get(forwarded.request_id) is forwarded:
             del self.running[forwarded.request_id]
-        with contextlib.suppress(NnrtError, OSError):
-            self.framed.send_coalesced([forwarded.request_id, status, reply])
-        self.unanswered -= 1
-        if self._drained is not None and self.unanswered < self.limits.max_in_flight:
-            self._drained.set()
+        try:
+            end = time.monotonic()
+            if status == Status.OK:
+                forwarded.measured.metrics.alone_done(end - forwarded.start, end)
+            else:
+                error = error_from(status, reply)
+                forwarded.measured.metrics.request_done(end - forwarded.start, error, end)
+                status, reply = encode_error(error)
+            with contextlib.suppress(NnrtError, OSError):
+                self.framed.send_coalesced([forwarded.request_id, status, reply])
+        except Exception:
+            log.exception("answering forwarded request %d failed", forwarded.request_id)
+        finally:
+            self.unanswered -= 1
+            if self._drained is not None and self.unanswered < self.limits.max_in_flight:
+                self._drained.set()
 
     async def _do_release(self, body: dict[str, Any]) -> dict[str, Any]:
         ref = self.handles.pop(body["handle"], None)
