@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import socket
 import time
@@ -19,7 +18,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
-from test_overload import Service, limited_service
+from test_overload import Service, limited_service, read_replies
 from test_service import matmul_chain
 
 import nnrt
@@ -135,16 +134,8 @@ def test_a_client_flooding_executes_it_does_not_read_is_paused(service: Service)
             with contextlib.suppress(BlockingIOError):
                 pending = pending[s.send(pending):]
             time.sleep(0.005)
-        answered: dict[int, int] = {}
-        deadline = time.monotonic() + 60
-        while len(answered) < request_id - 2:
-            assert time.monotonic() < deadline, "the service did not resume reading"
-            readable, writable, _ = select.select([s], [s] if pending else [], [], 1.0)
-            if writable:
-                pending = pending[s.send(pending):]
-            if readable:
-                assert reader.receive(s) > 0
-                answered.update((m[0], m[1]) for m in reader.messages())
+        answered = read_replies(s, reader, pending, lambda got: len(got) >= request_id - 2,
+                                60)
     reader.close()
     assert set(answered) == set(range(3, request_id + 1))  # nothing lost
     assert Status.OK in answered.values()

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -285,19 +285,27 @@ def test_a_client_not_reading_its_replies_is_paused(tight: Service) -> None:
         assert "reading from it is paused" in tight.log()
         pending += encode_frame([request_id + 1, "ping", {}])  # answered once reading resumes
         reader = FrameReader()
-        answered: dict[int, int] = {}
-        deadline = time.monotonic() + 30
-        while request_id + 1 not in answered:
-            assert time.monotonic() < deadline, "the service did not resume reading"
-            readable, writable, _ = select.select([s], [s] if pending else [], [], 1.0)
-            if writable:
-                pending = pending[s.send(pending):]
-            if readable:
-                assert reader.receive(s) > 0
-                answered.update((m[0], m[1]) for m in reader.messages())
+        answered = read_replies(s, reader, pending, lambda got: request_id + 1 in got, 30)
         reader.close()
         assert set(answered) == set(range(1, request_id + 2))  # nothing lost
         assert set(answered.values()) == {Status.OK, Status.RESOURCE_EXHAUSTED}
+
+
+def read_replies(s: socket.socket, reader: FrameReader, pending: bytes,
+                 done: Callable[[dict[int, int]], bool], seconds: float) -> dict[int, int]:
+    """Send ``pending`` on the non-blocking ``s`` while reading its replies until
+    ``done(answered)`` (request id -> status), within ``seconds``."""
+    answered: dict[int, int] = {}
+    deadline = time.monotonic() + seconds
+    while not done(answered):
+        assert time.monotonic() < deadline, "the service did not resume reading"
+        readable, writable, _ = select.select([s], [s] if pending else [], [], 1.0)
+        if writable:
+            pending = pending[s.send(pending):]
+        if readable:
+            assert reader.receive(s) > 0
+            answered.update((m[0], m[1]) for m in reader.messages())
+    return answered
 
 
 # -- priorities under flood ------------------------------------------------------------------
