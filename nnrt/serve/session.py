@@ -546,11 +546,12 @@ class Session:
 
     def _execute_now(self, request_id: int, body: Any) -> bool:
         """Forward an execute straight from its arrival to a worker, its reply straight back
-        (asyncio: no task, no cancel scope; see :class:`_Forwarded`): when it names no
-        deadline and no device memory, its model is prepared on a worker with room and its
-        memories are mapped there, and the client reads its replies. False: the request
-        takes the task path (which also reports anything wrong with it)."""
-        if (self._loop is None or body.__class__ is not dict or "deadline" in body
+        (asyncio: no task, no cancel scope; see :class:`_Forwarded`): when it names no device
+        memory and no deadline already past, its model is prepared on a worker with room and
+        its memories are mapped there, and the client reads its replies. A deadline is a
+        timer that answers it then. False: the request takes the task path (which also
+        reports anything wrong with it)."""
+        if (self._loop is None or body.__class__ is not dict
                 or self.framed.backlog > REPLY_BACKLOG):
             return False
         handle = body.get("handle")
@@ -560,18 +561,23 @@ class Session:
         if ref is None:
             return False
         try:
-            _, sizes, inputs, outputs, used, buffers = self._checked_execute(body)
+            deadline, sizes, inputs, outputs, used, buffers = self._checked_execute(body)
         except Exception:  # the task path checks it again and answers the error
             return False
         priority = body.get("priority", 100)
         if buffers or priority.__class__ is not int:
             return False
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and not left > 0:
+            return False  # past already: the task path answers it
         forwarded = _Forwarded(self, request_id, self.measured[handle])
-        sent = self.backend.execute_now(ref, inputs, sizes, priority, outputs, used.values(),
-                                        forwarded)
+        sent = self.backend.execute_now(ref, inputs, sizes, priority, deadline, outputs,
+                                        used.values(), forwarded)
         if sent is None:
             return False
         forwarded.slot, forwarded.worker_request = sent
+        if left is not None:  # the worker drops it when it comes to it late; this answers it
+            forwarded.timer = self._loop.call_later(left, forwarded.expire)  # on time
         self.running[request_id] = forwarded
         self.unanswered += 1
         return True
@@ -620,7 +626,8 @@ class _Forwarded(ReplyHandler):
     """An execute forwarded at arrival (:meth:`Session._execute_now`): answered when its
     worker replies, its connection is lost or the client cancels it."""
 
-    __slots__ = ("measured", "request_id", "session", "slot", "start", "worker_request")
+    __slots__ = ("measured", "request_id", "session", "slot", "start", "timer",
+                 "worker_request")
 
     def __init__(self, session: Session, request_id: int, measured: ForwardedModel) -> None:
         super().__init__()
@@ -631,17 +638,29 @@ class _Forwarded(ReplyHandler):
         #: The worker slot holding the request, and its id on that worker's connection.
         self.slot: WorkerSlot | None = None
         self.worker_request = 0
+        #: What answers it at its deadline, if it has one.
+        self.timer: asyncio.TimerHandle | None = None
 
     def on_reply(self, status: int, body: dict[str, Any]) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         self.session._forwarded_done(self, status, body)
 
     def cancel(self) -> None:
         """The client cancelled it (or left): the worker is told, the client answered."""
+        self._give_up({"message": "cancelled"})
+
+    def expire(self) -> None:
+        """Its deadline passed before the worker answered: the worker is told, the client
+        answered as by the task path."""
+        self._give_up({"message": "the execution did not finish before its deadline"})
+
+    def _give_up(self, body: dict[str, Any]) -> None:
         slot = self.slot
         if self.answered or slot is None or slot.client is None:
             return
         if slot.client.abandon(self.worker_request):
-            self.set_result((Status.MISSED_DEADLINE, {"message": "cancelled"}))
+            self.set_result((Status.MISSED_DEADLINE, body))
 
 
 #: Per input and per output of a model: (bytes per element, inferred dims).

@@ -78,6 +78,29 @@ async def test_a_cancelled_execute_stops_on_its_worker(service: Service) -> None
         assert stats.pools["reference"].failed >= 1  # the cancelled one, counted
 
 
+async def test_a_deadline_answers_a_forwarded_execute_on_time(service: Service) -> None:
+    """A forwarded execute with a deadline is answered at the deadline even while its worker
+    is inside one long operation it cannot stop in (one [1536, 1536] matmul); one that
+    finishes in time returns its result, and the service serves on."""
+    async with nnrt.Runtime(connect=service.path) as rt:
+        slow = await rt.compile(matmul_chain(1, size=1536))
+        fast = await rt.compile(add_model())
+        await slow.execute([np.ones((1, 1), np.float32)])
+        x = np.ones((1, 4), np.float32)
+        (y,) = await fast.execute([x], timeout=30)  # in time, with a deadline
+        np.testing.assert_array_equal(y, x + np.arange(4, dtype=np.float32))
+        started = time.perf_counter()
+        await slow.execute([np.ones((1, 1), np.float32)])
+        operation = time.perf_counter() - started
+        started = time.perf_counter()
+        with pytest.raises(nnrt.DeadlineMissed, match="deadline"):
+            await slow.execute([np.ones((1, 1), np.float32)], timeout=operation / 10)
+        missed = time.perf_counter() - started
+        assert missed < operation / 2, (missed, operation)
+        (y,) = await fast.execute([x], timeout=30)
+        np.testing.assert_array_equal(y, x + np.arange(4, dtype=np.float32))
+
+
 async def test_a_worker_lost_mid_request_fails_only_its_requests(service: Service) -> None:
     async with nnrt.Runtime(connect=service.path) as rt:
         slow = await rt.compile(matmul_chain(64))

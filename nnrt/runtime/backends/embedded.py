@@ -183,14 +183,16 @@ class EmbeddedBackend:
             pool.release(slot, ok=ok)
 
     def execute_now(self, ref: CompiledRef, inputs: list[Any], output_sizes: list[int] | None,
-                    priority: int, outputs: list[Any] | None,
+                    priority: int, deadline: float | None, outputs: list[Any] | None,
                     memories: Collection[MemorySource], handler: ReplyHandler
                     ) -> tuple[WorkerSlot, int] | None:
         """Send one execution of ``ref`` to a worker without waiting for anything, its reply
         to go to ``handler``: when a worker of its driver has room right now, has the model
-        prepared and every one of ``memories`` mapped (asyncio only). Returns the slot, whose
-        capacity the request holds until :meth:`WorkerPool.release`, and the request's id on
-        its connection; None when something must be awaited first (use :meth:`execute`)."""
+        prepared and every one of ``memories`` mapped (asyncio only). The worker drops it if
+        it comes to it after ``deadline``; answering it at the deadline is the caller's.
+        Returns the slot, whose capacity the request holds until :meth:`WorkerPool.release`,
+        and the request's id on its connection; None when something must be awaited first
+        (use :meth:`execute`)."""
         pool = self.pools[ref.driver]
         slot = pool.try_acquire()
         if slot is None:
@@ -200,7 +202,7 @@ class EmbeddedBackend:
         if handle is None or client is None or any(m.id not in slot.sharing for m in memories):
             pool.give_back(slot)
             return None
-        body = execute_body(handle, inputs, priority, None, output_sizes, outputs)
+        body = execute_body(handle, inputs, priority, deadline, output_sizes, outputs)
         request_id = client.send_now("execute", body, handler)
         if request_id is None:
             pool.give_back(slot)
