@@ -575,13 +575,18 @@ class RequestClient:
     def send_now(self, verb: str, body: dict[str, Any], handler: ReplyHandler) -> int | None:
         """Send a request without waiting for anything, its reply to go to ``handler``; the
         request's id, or None when that is not possible right now (not under asyncio, the
-        connection lost, notes waiting): then use :meth:`request`."""
+        connection lost or failing as it is sent, notes waiting): then use :meth:`request`.
+        Never raises for the connection's loss."""
         loop = self._loop
         if loop is None or self.lost is not None or self._notes:
             return None
         request_id = next(self._ids)
         self._pending[request_id] = handler
-        if not self.framed.send_coalesced([request_id, verb, body]):
+        try:
+            sent = self.framed.send_coalesced([request_id, verb, body])
+        except (UnavailableDevice, OSError):  # the peer just went: the reader will find out
+            sent = False
+        if not sent:
             del self._pending[request_id]
             return None
         start = self._start_polling
@@ -591,12 +596,13 @@ class RequestClient:
 
     def abandon(self, request_id: int) -> bool:
         """Give up on a request sent with :meth:`send_now` (its handler is not called): a
-        ``cancel`` goes to the peer, as for a cancelled :meth:`request`. False if it was
-        answered already."""
+        ``cancel`` goes to the peer, as for a cancelled :meth:`request` (unless the connection
+        is failing: never raises for that). False if it was answered already."""
         if self._pending.pop(request_id, None) is None:
             return False
         self.abandoned[request_id] = time.monotonic()
-        self.notify("cancel", {"target": request_id})
+        with contextlib.suppress(UnavailableDevice, OSError):  # a peer gone has nothing to stop
+            self.notify("cancel", {"target": request_id})
         return True
 
     def _poll_for_lone(self, loop: asyncio.AbstractEventLoop, start: Callable[[], None]
