@@ -9,26 +9,31 @@ children and ``/dev/shm`` segments left). The harness reads the report as untrus
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
+from nnrt.runtime.backends.channel import running_asyncio
 from nnrt.runtime.runtime import Runtime
 from nnrt.stress.procs import children, fd_count, shm_segments
 from nnrt.stress.traffic import Traffic, TrafficConfig
 
-__all__ = ["main", "run_client"]
+__all__ = ["dump_tasks", "main", "run_client"]
 
 
 async def run_client(config: TrafficConfig, connect: str | None, workers: int,
                      ready: str | None = None) -> dict[str, Any]:
     """Run the traffic in a runtime and account for what it left behind."""
     pid = os.getpid()
+    if running_asyncio():  # the harness asks a client that does not finish what it awaits
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
     gc.collect()
     fds_before = fd_count(pid)
     runtime = (Runtime(connect=connect) if connect is not None
@@ -44,6 +49,16 @@ async def run_client(config: TrafficConfig, connect: str | None, workers: int,
             "tally": tally.to_json(), "fds_before": fds_before, "fds_after": fd_count(pid),
             "children_after": sorted(children(pid)),
             "shm_after": sorted(shm_segments([pid]))}
+
+
+def dump_tasks() -> None:
+    """Write what every task of this client awaits to stderr (the client's log)."""
+    tasks = asyncio.all_tasks()
+    print(f"--- SIGUSR1: {len(tasks)} tasks", file=sys.stderr)
+    for task in tasks:
+        print(f"task {task.get_name()}:", file=sys.stderr)
+        task.print_stack(limit=12, file=sys.stderr)
+    sys.stderr.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

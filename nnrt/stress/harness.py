@@ -197,8 +197,14 @@ def _drive(config: StressConfig, report: StressReport, service: Service | None,
         if now > give_up:
             for client in clients:
                 if client.proc.poll() is None:
+                    with contextlib.suppress(OSError):  # its tasks' stacks into its log
+                        os.kill(client.proc.pid, signal.SIGUSR1)
+                        time.sleep(0.5)
+                    tail = (client.log.read_text(errors="replace")[-3000:]
+                            if client.log.exists() else "")
                     report.lost_clients.append(f"{client.name}: still running "
-                                               f"{CLIENT_SLACK:g} s after the duration, killed")
+                                               f"{CLIENT_SLACK:g} s after the duration, killed; "
+                                               f"its log ends: {tail}")
                     _kill_tree(client.proc.pid)
                     client.proc.wait()
         if tick is not None:

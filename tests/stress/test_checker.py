@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import numpy as np
 import pytest
 
 from nnrt.errors import BadData, DeadlineMissed, OpFailed, UnavailableDevice
+from nnrt.stress.client import dump_tasks
 from nnrt.stress.outcomes import LatencyHistogram, Tally, classify_error, results_match
 
 ALLOWED = (UnavailableDevice, DeadlineMissed)
@@ -106,3 +108,22 @@ def test_latency_percentiles_within_five_percent() -> None:
     tiny = LatencyHistogram()
     tiny.add(0.0)
     assert tiny.percentile(50) == LatencyHistogram.BASE
+
+
+def test_a_client_asked_with_sigusr1_writes_what_its_tasks_await(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """What the harness gets from a client still running after the duration (its log)."""
+    async def stuck(event: asyncio.Event) -> None:
+        await event.wait()
+
+    async def main() -> None:
+        event = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(stuck(event), name="stuck-loop")
+        await asyncio.sleep(0)
+        dump_tasks()
+        event.set()
+        await task
+
+    asyncio.run(main())
+    err = capsys.readouterr().err
+    assert "task stuck-loop:" in err and "in stuck" in err and "event.wait()" in err
