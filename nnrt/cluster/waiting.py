@@ -28,7 +28,7 @@ from ray.exceptions import (
 )
 
 from nnrt.errors import DeadlineMissed, OpFailed, UnavailableDevice
-from nnrt.runtime.backends.channel import running_asyncio
+from nnrt.runtime.backends.framed import running_asyncio
 
 __all__ = ["NodeLost", "remaining", "resolve"]
 

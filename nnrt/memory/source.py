@@ -1,7 +1,7 @@
 """What sharing a memory with a worker needs: :class:`MemorySource` and its ``map`` request.
 
 A :class:`~nnrt.memory.Memory` is a source; so is the service's record of a memory a client shared
-with it (``ReceivedMemory`` in :mod:`nnrt.serve.session`, around a
+with it (``ReceivedMemory`` in :mod:`nnrt.serve.received`, around a
 :class:`~nnrt.memory.mapped.MappedMemory`), which the service shares with its workers in turn. On
 the wire a shared memory is a "pool" named by id, as in NNAPI's HAL (``docs/protocol.md``).
 """

@@ -35,7 +35,7 @@ import numpy as np
 
 from nnrt.errors import BadData, BadState, DeadlineMissed, NnrtError, OpFailed
 from nnrt.model.binding import InputBinder
-from nnrt.runtime.backends.channel import running_asyncio
+from nnrt.runtime.backends.framed import running_asyncio
 from nnrt.runtime.inline import INLINE_LIMIT
 from nnrt.runtime.trials import BATCHED_AT, DIRECT_AT, BatchCosts, ModeTrials
 

@@ -20,7 +20,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -42,16 +42,12 @@ from nnrt.ipc.messages import (
     read_deadline,
 )
 from nnrt.memory.mapped import MappedMemory, MappingTable
-from nnrt.memory.memory import new_pool_id
-from nnrt.memory.sweep import pid_alive, sweep_blobs_of
 from nnrt.model.model import Model
-from nnrt.model.operand import dtype_of
 from nnrt.model.wire import model_from_wire, model_to_wire
 from nnrt.model.wire_fields import describe
 from nnrt.runtime.backends.base import CompiledRef
-from nnrt.runtime.backends.channel import FramedSocket, ReplyHandler, running_asyncio
 from nnrt.runtime.backends.embedded import BufferHandle, EmbeddedBackend
-from nnrt.runtime.backends.slot import WorkerSlot
+from nnrt.runtime.backends.framed import FramedSocket, running_asyncio
 from nnrt.runtime.compile.caching import StepCache
 from nnrt.serve.batched import BatchedHandles, BatchedModels
 from nnrt.serve.clients import (
@@ -59,60 +55,15 @@ from nnrt.serve.clients import (
     PeerCredentials,
     peer_credentials,
 )
+from nnrt.serve.forwarding import REPLY_BACKLOG, Forwarded
 from nnrt.serve.metrics import ForwardedModel, ServiceMetrics
+from nnrt.serve.received import ReceivedMemory, sweep_when_gone
+from nnrt.serve.shapes import Shapes, io_shapes
 
-__all__ = ["SWEEP_PATIENCE", "ReceivedMemory", "Session", "sweep_when_gone"]
+__all__ = ["Session"]
 
 log = logging.getLogger("nnrt.serve")
 _session_ids = itertools.count(1)
-
-
-
-#: Seconds the service waits, after a client's connection ends, for its process to be gone
-#: before sweeping its blobs (a process that runs on keeps them: it unlinks its own).
-SWEEP_PATIENCE = 5.0
-#: Bytes of replies a session lets wait for its client to read before it stops forwarding
-#: executes at arrival (:meth:`Session._execute_now`) and its replies wait for the client: a
-#: client that does not read its replies is then paused (``_backpressure``).
-REPLY_BACKLOG = 1 << 20
-
-
-async def sweep_when_gone(pid: int, patience: float = SWEEP_PATIENCE) -> list[str]:
-    """Sweep ``pid``'s nnrt blobs once the process is gone, checking every 20 ms for at most
-    ``patience`` seconds; the names removed (none if it still runs then)."""
-    deadline = anyio.current_time() + patience
-    while pid_alive(pid):
-        if anyio.current_time() >= deadline:
-            return []
-        await anyio.sleep(0.02)
-    return sweep_blobs_of(pid)
-
-
-class ReceivedMemory:
-    """A memory a client shared with the service: checked and mapped like a worker does, with a
-    duplicate of its fd kept to share it with the workers (under a service-wide id)."""
-
-    def __init__(self, mapped: MappedMemory, fd: int, name: str | None) -> None:
-        self.id = new_pool_id()  # service-wide, apart from the service's own memories
-        self.mapped = mapped
-        self.kind = mapped.kind
-        self.size = mapped.size
-        self.writable = mapped.writable
-        self.file_offset = mapped.file_offset
-        self.name = name
-        self.closed = False
-        self._fd = fd
-
-    def fileno(self) -> int:
-        """The kept descriptor (memfd, mmap_fd)."""
-        return self._fd
-
-    def close(self) -> None:
-        """Close the kept descriptor (idempotent)."""
-        if not self.closed:
-            self.closed = True
-            if self._fd >= 0:
-                os.close(self._fd)
 
 
 class Session:
@@ -132,7 +83,7 @@ class Session:
         self.framed = FramedSocket(sock)
         self.handles: dict[int, CompiledRef] = {}
         #: Per handle, (itemsize, dims) of its model's inputs and outputs (device memory sizes).
-        self.shapes: dict[int, _Shapes] = {}
+        self.shapes: dict[int, Shapes] = {}
         #: The pools this client shared: mapped (checked) here, by the client's ids.
         self.memories = MappingTable(max_pools=self.limits.max_pools)
         self.received: dict[int, ReceivedMemory] = {}
@@ -144,7 +95,7 @@ class Session:
         self.buffer_bytes: dict[int, int] = {}
         self.buffer_total = 0
         self._next_token = 1
-        self.running: dict[int, anyio.CancelScope | _Forwarded] = {}
+        self.running: dict[int, anyio.CancelScope | Forwarded] = {}
         #: The event loop under asyncio (executes are then forwarded at arrival), else None.
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Requests received and not yet answered (running or with their reply being sent).
@@ -182,7 +133,7 @@ class Session:
                 tg.cancel_scope.cancel()
         finally:
             for running in list(self.running.values()):  # the forwarded ones: tell workers
-                if isinstance(running, _Forwarded):
+                if isinstance(running, Forwarded):
                     running.cancel()
             self.framed.close()
             self.framed.use_asyncio(None)
@@ -486,7 +437,7 @@ class Session:
                                          cache=_step_cache(body.get("cache")))
         handle, self._next_handle = self._next_handle, self._next_handle + 1
         self.handles[handle] = ref
-        self.shapes[handle] = _shapes(model)
+        self.shapes[handle] = io_shapes(model)
         self.measured[handle] = self.metrics.add(body.get("name") or f"handle-{handle}",
                                                  ref.driver)
         return {"handle": handle, "driver": ref.driver, "source": ref.source}
@@ -546,7 +497,7 @@ class Session:
 
     def _execute_now(self, request_id: int, body: Any) -> bool:
         """Forward an execute straight from its arrival to a worker, its reply straight back
-        (asyncio: no task, no cancel scope; see :class:`_Forwarded`): when it names no device
+        (asyncio: no task, no cancel scope; see :class:`Forwarded`): when it names no device
         memory and no deadline already past, its model is prepared on a worker with room and
         its memories are mapped there, and the client reads its replies. A deadline is a
         timer that answers it then. False: the request takes the task path (which also
@@ -570,7 +521,7 @@ class Session:
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and not left > 0:
             return False  # past already: the task path answers it
-        forwarded = _Forwarded(self, request_id, self.measured[handle])
+        forwarded = Forwarded(self, request_id, self.measured[handle])
         sent = self.backend.execute_now(ref, inputs, sizes, priority, deadline, outputs,
                                         used.values(), forwarded)
         if sent is None:
@@ -582,7 +533,7 @@ class Session:
         self.unanswered += 1
         return True
 
-    def _forwarded_done(self, forwarded: _Forwarded, status: int, reply: dict[str, Any]
+    def forwarded_done(self, forwarded: Forwarded, status: int, reply: dict[str, Any]
                         ) -> None:
         """Answer an execute :meth:`_execute_now` forwarded (the worker's reply, the loss of
         its connection, or the client's cancel). Runs in a reader's callback: whatever goes
@@ -620,67 +571,6 @@ class Session:
             self.metrics.remove(measured)
         await self.backend.release(ref)
         return {}
-
-
-class _Forwarded(ReplyHandler):
-    """An execute forwarded at arrival (:meth:`Session._execute_now`): answered when its
-    worker replies, its connection is lost or the client cancels it."""
-
-    __slots__ = ("measured", "request_id", "session", "slot", "start", "timer",
-                 "worker_request")
-
-    def __init__(self, session: Session, request_id: int, measured: ForwardedModel) -> None:
-        super().__init__()
-        self.session = session
-        self.request_id = request_id
-        self.measured = measured
-        self.start = time.monotonic()
-        #: The worker slot holding the request, and its id on that worker's connection.
-        self.slot: WorkerSlot | None = None
-        self.worker_request = 0
-        #: What answers it at its deadline, if it has one.
-        self.timer: asyncio.TimerHandle | None = None
-
-    def on_reply(self, status: int, body: dict[str, Any]) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        self.session._forwarded_done(self, status, body)
-
-    def cancel(self) -> None:
-        """The client cancelled it (or left): the worker is told, the client answered."""
-        self._give_up({"message": "cancelled"})
-
-    def expire(self) -> None:
-        """Its deadline passed before the worker answered: the worker is told, the client
-        answered as by the task path."""
-        self._give_up({"message": "the execution did not finish before its deadline"})
-
-    def _give_up(self, body: dict[str, Any]) -> None:
-        slot = self.slot
-        if self.answered or slot is None or slot.client is None:
-            return
-        if slot.client.abandon(self.worker_request):
-            self.set_result((Status.MISSED_DEADLINE, body))
-
-
-#: Per input and per output of a model: (bytes per element, inferred dims).
-_Shapes = tuple[tuple[tuple[int, tuple[int, ...]], ...], tuple[tuple[int, tuple[int, ...]], ...]]
-
-
-def _shapes(model: Model) -> _Shapes:
-    inferred = model.inferred_dims
-
-    def table(indices: Sequence[int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        rows = []
-        for index in indices:
-            try:
-                itemsize = dtype_of(model.operands[index].type).itemsize
-            except ValueError:
-                itemsize = 0
-            rows.append((itemsize, tuple(inferred[index])))
-        return tuple(rows)
-
-    return table(model.inputs), table(model.outputs)
 
 
 def _step_cache(spec: Any) -> StepCache | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from nnrt.runtime.backends.channel import running_asyncio
+from nnrt.runtime.backends.framed import running_asyncio
 from nnrt.runtime.runtime import Runtime
 from nnrt.stress.procs import children, fd_count, shm_segments
 from nnrt.stress.traffic import Traffic, TrafficConfig

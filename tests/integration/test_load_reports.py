@@ -18,7 +18,8 @@ from nnrt.ipc.framing import encode_frame
 from nnrt.ipc.messages import LOAD_REPORT_ID, PROTOCOL_VERSION, Status, check_load_report
 from nnrt.model.wire import model_to_wire
 from nnrt.runtime.backends import steering
-from nnrt.runtime.backends.channel import FramedSocket, RequestClient
+from nnrt.runtime.backends.channel import RequestClient
+from nnrt.runtime.backends.framed import FramedSocket
 from nnrt.runtime.backends.pool import WorkerPool
 from nnrt.worker.load import REPORT_INTERVAL
 

@@ -13,7 +13,8 @@ import pytest
 
 from nnrt.ipc.framing import FrameReader, encode_frame
 from nnrt.ipc.messages import Status
-from nnrt.runtime.backends.channel import FramedSocket, ReplyHandler, RequestClient
+from nnrt.runtime.backends.channel import ReplyHandler, RequestClient
+from nnrt.runtime.backends.framed import FramedSocket
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,8 @@ from nnrt.hal.base import DriverInfo
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.memory.source import MemorySource
 from nnrt.runtime.backends.base import CompiledRef, execute_body
-from nnrt.runtime.backends.channel import FramedSocket, RequestClient
+from nnrt.runtime.backends.channel import RequestClient
+from nnrt.runtime.backends.framed import FramedSocket
 from nnrt.runtime.backends.sharing import MemorySharing
 from nnrt.runtime.compile.caching import StepCache
 from nnrt.runtime.stats import RuntimeStatistics

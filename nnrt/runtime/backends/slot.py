@@ -23,7 +23,8 @@ from nnrt.hal.base import MAX_CACHE_FILES, DriverInfo
 from nnrt.ipc.messages import PROTOCOL_VERSION
 from nnrt.memory.source import MemorySource
 from nnrt.runtime.backends.base import PreparedKey
-from nnrt.runtime.backends.channel import FramedSocket, RequestClient
+from nnrt.runtime.backends.channel import RequestClient
+from nnrt.runtime.backends.framed import FramedSocket
 from nnrt.runtime.backends.process import WorkerProcess
 from nnrt.runtime.backends.sharing import MemorySharing
 from nnrt.runtime.backends.steering import pack_limit

@@ -51,7 +51,7 @@ HOLD_A_BLOB = (
 def test_the_service_sweeps_a_client_that_is_still_exiting() -> None:
     import anyio
 
-    from nnrt.serve.session import sweep_when_gone
+    from nnrt.serve.received import sweep_when_gone
 
     proc = subprocess.Popen([sys.executable, "-c", HOLD_A_BLOB], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
@@ -69,7 +69,7 @@ def test_the_service_sweeps_a_client_that_is_still_exiting() -> None:
 def test_a_client_that_runs_on_keeps_its_blobs() -> None:
     import anyio
 
-    from nnrt.serve.session import sweep_when_gone
+    from nnrt.serve.received import sweep_when_gone
 
     proc = subprocess.Popen([sys.executable, "-c", HOLD_A_BLOB], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
