@@ -57,8 +57,24 @@ def dump_tasks() -> None:
     print(f"--- SIGUSR1: {len(tasks)} tasks", file=sys.stderr)
     for task in tasks:
         print(f"task {task.get_name()}:", file=sys.stderr)
-        task.print_stack(limit=12, file=sys.stderr)
+        for line in awaiting(task.get_coro()):
+            print(f"  {line}", file=sys.stderr)
     sys.stderr.flush()
+
+
+def awaiting(coroutine: Any) -> list[str]:
+    """Where a suspended coroutine and what it awaits stand, outermost first, down to the
+    future at the bottom (asyncio's own stack dump shows one frame of a suspended task)."""
+    lines: list[str] = []
+    while coroutine is not None and len(lines) < 60:
+        frame = getattr(coroutine, "cr_frame", None) or getattr(coroutine, "gi_frame", None)
+        if frame is None:
+            lines.append(f"awaits {coroutine!r:.200}")
+            break
+        lines.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        coroutine = getattr(coroutine, "cr_await", None) or getattr(coroutine, "gi_yieldfrom",
+                                                                     None)
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

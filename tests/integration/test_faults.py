@@ -64,6 +64,25 @@ async def test_a_stopped_worker_misses_deadlines_then_is_replaced() -> None:
         np.testing.assert_array_equal(y, EXPECTED)
 
 
+
+async def test_a_runtime_closed_while_a_worker_restarts_stops_the_new_worker() -> None:
+    """The runtime closed while a killed worker's successor starts: the successor is told to
+    stop too. (It was not, and the close waited for its connection to end: a client of
+    ``nnrt stress --kill-every 2`` hung at exit now and then.)"""
+    with anyio.fail_after(30):
+        async with nnrt.Runtime(drivers=["reference"], workers=1) as rt:
+            compiled = await rt.compile(add_model())
+            await compiled.execute([X])
+            slot = rt._core.backend.pools["reference"].slots[0]  # type: ignore[union-attr]
+            old = slot.process
+            slot.kill()
+            while slot.restarts < 1:  # the old worker's end is seen; a new one starts
+                await anyio.sleep(0.001)
+        assert old is not None and old.process.poll() is not None
+        new = slot.process
+        assert new is not old and new is not None and new.process.poll() is not None
+
+
 FULL_DISK = textwrap.dedent("""
     import sys, anyio, numpy as np, nnrt
     sys.path.insert(0, {here!r})

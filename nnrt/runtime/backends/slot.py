@@ -138,6 +138,8 @@ class WorkerSlot:
                 self.process, self.client = process, client
                 self.pool.wake()
                 on_started()
+                if self.pool.closing:  # closed while this worker started: its close missed it
+                    client.close()
         finally:
             self.client = None
             self.in_flight_lost()
