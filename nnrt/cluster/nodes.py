@@ -4,7 +4,7 @@ knows of each (:class:`NodeHandle`: its actor, state, load and counts)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nnrt.errors import BadData
@@ -72,6 +72,17 @@ class NodeHandle:
     failed: int = 0
     retried: int = 0
     restarts: int = 0
+    #: The node's lanes (``NodeLane`` actor handles) and the indices of those free now.
+    lanes: list[Any] = field(default_factory=list)
+    idle: list[int] = field(default_factory=list)
+
+    def take_lane(self) -> int | None:
+        """A free lane's index, now taken (give it back with :meth:`give_lane`), or None."""
+        return self.idle.pop() if self.idle else None
+
+    def give_lane(self, lane: int) -> None:
+        """Lane ``lane`` is free again."""
+        self.idle.append(lane)
 
     @property
     def label(self) -> str:

@@ -24,6 +24,8 @@ __all__ = ["RayCluster"]
 
 #: ``host:port`` of a cluster's GCS, as ``ray start --address`` takes it.
 _GCS_ADDRESS = re.compile(r"[A-Za-z0-9_.\-\[\]:]+:[0-9]{1,5}")
+#: The most lanes a node may have (each is a process on the node).
+MAX_LANES = 64
 #: A Ray node id: 56 hex digits.
 _NODE_ID = re.compile(r"[0-9a-f]{56}")
 
@@ -43,7 +45,10 @@ class RayCluster:
     in flight per node (default twice its workers): a node at that bound takes no more until
     one ends (per-node backpressure); ``local_in_flight`` is that bound for this process's own
     node (default ``max_in_flight``; 0: plain executes always go to other nodes, this node's
-    service runs only what needs it — caller outputs, device memories). ``max_restarts`` is
+    service runs only what needs it — caller outputs, device memories). ``lanes`` per node
+    are plain Ray actors that run executes from other nodes one at a time without Ray's
+    hand-off to an async actor's event loop (default 1; 0: every such execute goes to the
+    node's actor; docs/cluster.md, "Lanes"). ``max_restarts`` is
     Ray's for each node's actor (-1: always restart). ``resources`` are Ray resources each
     actor reserves (default none: the service's workers use the node's CPUs, not Ray's
     accounting). ``init`` is passed to
@@ -58,6 +63,7 @@ class RayCluster:
     threads: int | None = None
     max_in_flight: int | None = None
     local_in_flight: int | None = None
+    lanes: int = 1
     max_restarts: int = 3
     resources: Mapping[str, float] = field(default_factory=dict)
     init: Mapping[str, Any] = field(default_factory=dict)
@@ -75,6 +81,9 @@ class RayCluster:
                                                  or self.local_in_flight < 0):
             raise BadData(f"RayCluster: local_in_flight must be an int of at least 0 or None, "
                           f"got {self.local_in_flight!r:.40}")
+        if self.lanes.__class__ is not int or not 0 <= self.lanes <= MAX_LANES:
+            raise BadData(f"RayCluster: lanes must be an int from 0 to {MAX_LANES}, got "
+                          f"{self.lanes!r:.40}")
         if self.drivers is not None and (isinstance(self.drivers, str) or not self.drivers
                                          or not all(isinstance(d, str) and d
                                                     for d in self.drivers)):

@@ -10,6 +10,7 @@ references need this node's service: they run there or fail, saying when the nod
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ClusterRoute"]
 
+log = logging.getLogger("nnrt.cluster")
+
+#: Which actor of a node: ``(node id, lane index)``, :data:`NODE_ACTOR` for the node's own.
+Where = tuple[str, int]
+NODE_ACTOR = -1
 #: The compile options another node compiles the model with (cache paths stay local).
 REMOTE_OPTIONS = ("preference", "priority", "devices", "allow_fallback", "step_cost", "name",
                   "shape_variants")
@@ -50,10 +56,13 @@ class ClusterRoute:
         #: The model's digest and the object-store reference of its file bytes (put once, on
         #: the first execute sent to another node).
         self._shipped: tuple[str, Any] | None = None
-        #: Per node: the actor process that prepared the model, and its handle there; and the
-        #: prepares under way.
-        self._prepared: dict[str, tuple[int, str]] = {}
-        self._preparing: dict[str, anyio.Event] = {}
+        #: Per node and actor there (:data:`NODE_ACTOR` or a lane's index): the node actor's
+        #: process when the model was prepared (a new one has lost it), and the handle that
+        #: names it; and the prepares under way.
+        self._prepared: dict[Where, tuple[int, str]] = {}
+        self._preparing: dict[Where, anyio.Event] = {}
+        #: The nodes whose lanes cannot run this model (it goes to their actors).
+        self._unsuited: set[str] = set()
 
     async def execute(self, inputs: Inputs, outputs: Sequence[Any] | None,
                       timeout: float | None, copy: bool, priority: int | None) -> list[Any]:
@@ -90,13 +99,14 @@ class ClusterRoute:
                 self._session.release(node)
 
     async def release(self) -> None:
-        """Tell every node that prepared the model to let go of it (no reply awaited: a node
-        lost meanwhile has let go already)."""
+        """Tell every node actor and lane that prepared the model to let go of it (no reply
+        awaited: a node lost meanwhile has let go already)."""
         prepared, self._prepared = self._prepared, {}
         for node in self._session.nodes:
-            handle = prepared.get(node.node)
-            if handle is not None and handle[0] == node.pid and node.state == "up":
-                node.actor.release.remote(handle[1])
+            for (where, lane), (pid, handle) in prepared.items():
+                if where == node.node and (lane != NODE_ACTOR or (
+                        pid == node.pid and node.state == "up")):
+                    _actor(node, lane).release.remote(handle)
 
     def _compiled(self) -> CompiledModel:
         compiled = self._owner()
@@ -144,17 +154,19 @@ class ClusterRoute:
 
     async def _remote(self, compiled: CompiledModel, node: NodeHandle, arguments: list[Any],
                       deadline: float | None) -> list[Any]:
-        """One execute on another node's actor (the model prepared there first when this
-        incarnation of the actor has not got it); recorded in the model's metrics."""
+        """One execute on another node: on a free lane of it that runs the model, else on its
+        actor (the model prepared there first when that actor process has not got it);
+        recorded in the model's metrics."""
         start = time.monotonic()
         try:
-            for _ in range(2):  # a restarted actor answers "missing": prepare, once more
-                handle = await self._handle(compiled, node, deadline)
-                call = node.actor.execute.remote(handle, _timeout(deadline), *arguments)
-                reply = await resolve(call, deadline, node.label)
-                if reply != ("missing",):
-                    break
-                self._prepared.pop(node.node, None)  # a new actor process: prepare there
+            lane = node.take_lane() if node.node not in self._unsuited else None
+            try:
+                reply = await self._call(compiled, node, lane, arguments, deadline)
+            except _Unsuited as exc:
+                self._unsuited.add(node.node)
+                log.info("%s: %s runs on the node's actor, not a lane: %s", node.label,
+                         compiled.name or "a model", exc)
+                reply = await self._call(compiled, node, None, arguments, deadline)
             results = raise_reply(reply, node.label)
         except BaseException as exc:
             end = time.monotonic()
@@ -164,15 +176,44 @@ class ClusterRoute:
         compiled.metrics.alone_done(end - start, end)
         return results
 
-    async def _handle(self, compiled: CompiledModel, node: NodeHandle,
+    async def _call(self, compiled: CompiledModel, node: NodeHandle, lane: int | None,
+                    arguments: list[Any], deadline: float | None) -> Any:
+        """The reply of one execute on ``node``'s lane ``lane`` (given back after, unless it
+        died) or, for None, its actor; prepared there first when needed."""
+        where: Where = (node.node, NODE_ACTOR if lane is None else lane)
+        actor = _actor(node, where[1])
+        try:
+            for _ in range(2):  # a restarted actor answers "missing": prepare, once more
+                handle = await self._handle(compiled, node, where, deadline)
+                call = actor.execute.remote(handle, _timeout(deadline), *arguments)
+                reply = await resolve(call, deadline, node.label)
+                if reply != ("missing",):
+                    return reply
+                self._prepared.pop(where, None)  # a new actor process: prepare there
+            return reply
+        except NodeLost as exc:
+            if lane is None:
+                raise
+            # the lane's process died running it: a driver's crash, as a worker's, fails the
+            # request without a retry elsewhere (it could crash there too); the lane is retired
+            log.warning("%s: lane %d died: %s", node.label, lane, exc)
+            lane = None
+            raise UnavailableDevice(f"{node.label}: the lane running the request died "
+                                    f"({exc})") from None
+        finally:
+            if lane is not None:
+                node.give_lane(lane)
+
+    async def _handle(self, compiled: CompiledModel, node: NodeHandle, where: Where,
                       deadline: float | None) -> str:
-        """The model's handle on ``node``'s actor: prepared there once per actor process (a
-        concurrent first execute waits for the prepare under way)."""
+        """The model's handle on the actor ``where`` names: prepared there once per actor
+        process (a concurrent first execute waits for the prepare under way)."""
         while True:
-            known = self._prepared.get(node.node)
-            if known is not None and known[0] == node.pid:
+            known = self._prepared.get(where)
+            # the node actor's restart loses its models; a lane's own restart answers "missing"
+            if known is not None and (where[1] != NODE_ACTOR or known[0] == node.pid):
                 return known[1]
-            underway = self._preparing.get(node.node)
+            underway = self._preparing.get(where)
             if underway is None:
                 break
             with anyio.move_on_after(None if deadline is None else remaining(deadline)):
@@ -180,34 +221,45 @@ class ClusterRoute:
             if not underway.is_set():
                 raise DeadlineMissed(f"{node.label}: the model was still being prepared there "
                                      "at the request's deadline")
-            if node.node not in self._prepared:  # that prepare failed: try it ourselves
+            if where not in self._prepared:  # that prepare failed: try it ourselves
                 break
-        done = self._preparing[node.node] = anyio.Event()
+        done = self._preparing[where] = anyio.Event()
         try:
             pid = node.pid
-            handle = await self._prepare(compiled, node, deadline)
-            self._prepared[node.node] = pid, handle
+            handle = await self._prepare(compiled, node, _actor(node, where[1]), deadline)
+            self._prepared[where] = pid, handle
             return handle
         finally:
-            del self._preparing[node.node]
+            del self._preparing[where]
             done.set()
 
-    async def _prepare(self, compiled: CompiledModel, node: NodeHandle,
+    async def _prepare(self, compiled: CompiledModel, node: NodeHandle, actor: Any,
                        deadline: float | None) -> str:
-        """Have ``node`` compile the model (its bytes put in the object store once, here);
-        the handle its executes name it by."""
+        """Have ``actor`` on ``node`` compile the model (its bytes put in the object store
+        once, here); the handle its executes name it by."""
         if self._shipped is None:
             digest, data = await anyio.to_thread.run_sync(model_bytes, compiled.model)
             if self._shipped is None:
                 self._shipped = digest, ray.put(data)
         digest, ref = self._shipped
-        reply = await resolve(node.actor.prepare.remote(digest, [ref], self._options),
+        reply = await resolve(actor.prepare.remote(digest, [ref], self._options),
                               deadline, node.label)
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok" and isinstance(
                 reply[1], str):
             return reply[1]
+        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "unsuited":
+            raise _Unsuited(str(reply[1])[:300])
         raise_reply(reply, node.label)
         raise UnavailableDevice(f"{node.label}: malformed prepare reply")
+
+
+class _Unsuited(Exception):
+    """A lane answered that it cannot run the model (the node's actor runs it)."""
+
+
+def _actor(node: NodeHandle, lane: int) -> Any:
+    """The node's actor (``lane`` :data:`NODE_ACTOR`) or that lane's."""
+    return node.actor if lane == NODE_ACTOR else node.lanes[lane]
 
 
 def _timeout(deadline: float | None) -> float | None:

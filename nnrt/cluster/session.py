@@ -9,6 +9,7 @@ until Ray has restarted its actor, or found dead for good) and stops every actor
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -20,6 +21,7 @@ from anyio.abc import TaskGroup
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from nnrt.cluster.actor import NodeService
+from nnrt.cluster.lane import NodeLane
 from nnrt.cluster.nodes import NodeHandle, choose_nodes, node_workers
 from nnrt.cluster.process import sweep_stale
 from nnrt.cluster.routing import ClusterRoute
@@ -39,6 +41,8 @@ log = logging.getLogger("nnrt.cluster")
 RESTART_POLL = 0.2
 #: Seconds a node's actor gets to stop its service on close before it is killed.
 STOP_TIMEOUT = 30.0
+#: Seconds a lane gets to close its connection on close before it is killed.
+LANE_STOP_TIMEOUT = 5.0
 
 
 class RaySession:
@@ -82,6 +86,8 @@ class RaySession:
                     starting.start_soon(session._started, node, deadline)
         except BaseException:
             for node in nodes:
+                for lane in node.lanes:
+                    ray.kill(lane, no_restart=True)
                 ray.kill(node.actor, no_restart=True)
             if started:
                 ray.shutdown()
@@ -224,10 +230,16 @@ class RaySession:
             ray.shutdown()
 
     async def _stop(self, node: NodeHandle) -> None:
+        for lane in node.lanes:  # each closes its connection to the service first
+            with contextlib.suppress(NnrtError):
+                await resolve(lane.stop.remote(), time.monotonic() + LANE_STOP_TIMEOUT,
+                              node.label)
         try:
             await resolve(node.actor.stop.remote(), time.monotonic() + STOP_TIMEOUT, node.label)
         except NnrtError as exc:  # dead already, or stuck: Ray ends it below either way
             log.info("%s: stopping its service: %s", node.label, exc)
+        for lane in node.lanes:
+            ray.kill(lane, no_restart=True)
         ray.kill(node.actor, no_restart=True)
 
 
@@ -246,4 +258,10 @@ def _place(options: RayCluster, info: Any, local: str, tag: str) -> NodeHandle:
     capacity = options.max_in_flight or 2 * workers
     if node_id == local and options.local_in_flight is not None:
         capacity = options.local_in_flight
-    return NodeHandle(node_id, actor, name, node_id == local, workers, capacity)
+    lanes = [ray.remote(NodeLane).options(
+        name=f"{name}-lane{k}", num_cpus=0, max_restarts=options.max_restarts,
+        max_task_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+    ).remote(list(options.drivers) if options.drivers else None, options.threads)
+        for k in range(options.lanes)]
+    return NodeHandle(node_id, actor, name, node_id == local, workers, capacity, lanes=lanes,
+                      idle=list(range(len(lanes))))

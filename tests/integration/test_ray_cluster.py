@@ -176,8 +176,9 @@ def test_every_node_returns_correct_results(served: Served) -> None:
     for k, y in results.items():
         np.testing.assert_array_equal(y, np.full((1, 4), k) + STEP)
     nodes = served.nodes()
-    for stats in nodes.values():  # released on the nodes that prepared it too
-        assert _wait_until(lambda s=stats: _actor_statistics(s.actor)["models"] == 0, 10)
+    for stats in nodes.values():  # released on the nodes (actors and lanes) that prepared it
+        for name in (stats.actor, f"{stats.actor}-lane0"):
+            assert _wait_until(lambda n=name: _actor_statistics(n)["models"] == 0, 10), name
     for node, stats in nodes.items():
         before = nodes_before[node]
         ran = stats.local + stats.via_ray - before.local - before.via_ray
@@ -274,6 +275,75 @@ def test_a_killed_actor_loses_no_accepted_request(served: Served) -> None:
 
     served.run(again)
     assert _actor_statistics(victim.actor)["received"] >= 1
+
+
+def test_executes_from_other_nodes_run_on_a_free_lane(cluster: Any) -> None:
+    """One execute at a time to the other node runs on its lane, not through its actor; a
+    model the lane cannot run whole (dims known only at run time) goes to the actor; the
+    lane serves on while the node's actor is killed and restarted; a lane that dies fails
+    only its request, which is not retried elsewhere, and is used no more; close removes the
+    lanes' directories."""
+    x = np.full((1, 4), 5, np.float32)
+    dynamic = _dynamic_add_model()
+
+    async def body() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with nnrt.Runtime(cluster=nnrt.RayCluster(nodes=2, local_in_flight=0)) as rt:
+            compiled = await rt.compile(add_model())
+            (other,) = [s for s in rt.statistics().nodes.values() if not s.is_local]
+            lane = f"{other.actor}-lane0"
+            for _ in range(10):
+                (y,) = await compiled.execute([x], timeout=30)
+                np.testing.assert_array_equal(y, x + STEP)
+            first, actor = _actor_statistics(lane), _actor_statistics(other.actor)
+            assert (first["received"], first["models"]) == (10, 1), first
+            assert (actor["received"], actor["models"]) == (0, 0), actor  # all on the lane
+
+            flexible = await rt.compile(dynamic)  # dims known at run time: the actor runs it
+            for rows in (1, 3):
+                (y,) = await flexible.execute([np.ones((rows, 4), np.float32)], timeout=30)
+                np.testing.assert_array_equal(y, np.ones((rows, 4)) + STEP)
+            assert _actor_statistics(other.actor)["received"] == 2
+            assert _actor_statistics(lane)["models"] == 1
+
+            ray.kill(ray.get_actor(other.actor), no_restart=False)  # the lane goes on
+            for _ in range(10):
+                (y,) = await compiled.execute([x], timeout=60)
+                np.testing.assert_array_equal(y, x + STEP)
+            after = rt.statistics().nodes[other.node]
+            assert (after.via_ray, after.failed, after.retried) == (22, 0, 0)
+            assert _actor_statistics(lane)["received"] == 20
+
+            ray.kill(ray.get_actor(lane), no_restart=True)  # as if its driver crashed
+            with pytest.raises(nnrt.UnavailableDevice, match="lane running the request died"):
+                await compiled.execute([x], timeout=30)
+            assert (rt.statistics().nodes[other.node].retried, other.state) == (0, "up")
+            # the node's actor runs the rest, once Ray has restarted it
+            assert await anyio.to_thread.run_sync(lambda: _wait_until(
+                lambda: _answers(other.actor), 60))
+            (y,) = await compiled.execute([x], timeout=60)
+            np.testing.assert_array_equal(y, x + STEP)
+            return first, actor, _actor_statistics(other.actor)
+
+    first, _, last = anyio.run(body)
+    assert last["received"] >= 1
+    assert not Path(first["directory"]).exists()
+
+
+def _answers(name: str) -> bool:
+    """Whether the actor named ``name`` answers (Ray has restarted it)."""
+    try:
+        ray.get(ray.get_actor(name).statistics.remote(), timeout=5)
+    except Exception:
+        return False
+    return True
+
+
+def _dynamic_add_model() -> nnrt.Model:
+    """The add model with its rows known only at run time."""
+    b = nnrt.ModelBuilder()
+    x = b.input("x", (0, 4))
+    b.output(b.add(x, STEP.reshape(1, 4)), names=["y"])
+    return b.build()
 
 
 def test_a_lost_local_service_fails_only_what_needs_it_and_close_leaves_nothing(

@@ -29,6 +29,9 @@ ALIVE = [{"NodeID": B, "Resources": {"CPU": 4.0}}, {"NodeID": A, "Resources": {"
     ({"resources": {"CPU": -1}}, "resources"),
     ({"init": {"address": "auto"}}, "address="),
     ({"start_timeout": 0}, "start_timeout"),
+    ({"lanes": -1}, "lanes must be"),
+    ({"lanes": 65}, "lanes must be"),
+    ({"lanes": True}, "lanes must be"),
 ])
 def test_bad_options_raise_bad_data(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(nnrt.BadData, match=message):
@@ -39,6 +42,7 @@ def test_good_options_and_serve_arguments() -> None:
     options = nnrt.RayCluster(address="10.0.0.1:6379", nodes=[A, B], drivers=["cpu"], threads=2)
     assert options.serve_arguments(3) == ["--workers", "3", "--driver", "cpu", "--threads", "2"]
     nnrt.RayCluster(address="auto", nodes=2, max_restarts=-1, resources={"CPU": 0.5})
+    assert nnrt.RayCluster().lanes == 1 and nnrt.RayCluster(lanes=0).lanes == 0
 
 
 def test_options_import_no_ray() -> None:
