@@ -126,4 +126,8 @@ def test_a_client_asked_with_sigusr1_writes_what_its_tasks_await(
 
     asyncio.run(main())
     err = capsys.readouterr().err
-    assert "task stuck-loop:" in err and "in stuck" in err and "event.wait()" in err
+    # the whole chain: the task's coroutine, what it awaits (asyncio.Event.wait), the future
+    chain = err.split("task stuck-loop:")[1].splitlines()
+    assert chain[1].endswith(" in stuck") and "test_checker.py" in chain[1], err
+    assert chain[2].endswith(" in wait") and "locks.py" in chain[2], err
+    assert chain[3].strip().startswith("awaits"), err
