@@ -83,8 +83,8 @@ class NodeLane:
                 if unsuited:
                     return ("unsuited", unsuited)
                 prepared = self._prepare(loaded, chosen)
-                if prepared is None:
-                    return ("unsuited", "no driver of the node runs the whole model")
+                if isinstance(prepared, str):
+                    return ("unsuited", prepared)
                 self._models[handle] = prepared
             self._users[handle] = self._users.get(handle, 0) + 1
             return ("ok", handle)
@@ -131,21 +131,27 @@ class NodeLane:
             prepared.release()
         shutil.rmtree(self._directory, ignore_errors=True)
 
-    def _prepare(self, model: Model, options: dict[str, Any]) -> PreparedModel | None:
+    def _prepare(self, model: Model, options: dict[str, Any]) -> PreparedModel | str:
         """``model`` prepared by the first of the lane's drivers (or of ``devices``) that runs
-        every operation of it; None when none does."""
+        every operation of it, or why none did (the node's runtime, which places a model over
+        several drivers and falls back, runs it then)."""
         wanted = options.get("devices")
         names = [n for n in self._names if wanted is None or n in wanted]
         settings = PrepareOptions(
             options.get("preference", ExecutionPreference.FAST_SINGLE_ANSWER),
             options.get("priority", Priority.MEDIUM))
+        reasons = []
         for name in names:
-            driver = self._drivers.get(name)
-            if driver is None:
-                driver = self._drivers[name] = load_driver(name)
-            if all(driver.supported_operations(model)):
-                return driver.prepare(model, settings)
-        return None
+            try:
+                driver = self._drivers.get(name)
+                if driver is None:
+                    driver = self._drivers[name] = load_driver(name)
+                if all(driver.supported_operations(model)):
+                    return driver.prepare(model, settings)
+                reasons.append(f"{name}: not every operation")
+            except NnrtError as exc:
+                reasons.append(f"{name}: {exc}"[:200])
+        return "no driver of the lane runs the whole model (" + "; ".join(reasons) + ")"
 
 
 def _unsuited(model: Model) -> str:
