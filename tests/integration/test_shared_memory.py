@@ -140,7 +140,7 @@ def test_pools_of_a_killed_client_are_released(service: Service) -> None:
     deadline = time.monotonic() + 10
     while not released(service, fds, maps) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert released(service, fds, maps), service.footprint()
+    assert released(service, fds, maps), (service.footprint(), "baseline", (fds, maps))
 
 
 def settled_footprint(service: Service) -> tuple[int, int]:
@@ -158,10 +158,11 @@ def settled_footprint(service: Service) -> tuple[int, int]:
 
 
 def released(service: Service, fds: int, maps: int) -> bool:
-    """No more service fds than before (the baseline may hold a closing probe connection)
-    and exactly the worker mappings of before."""
+    """No more service fds and worker mappings than before the client came (the eight it
+    mapped are gone; the baseline may still count an earlier test's pool or probe connection
+    that the service lets go of meanwhile)."""
     now_fds, now_maps = service.footprint()
-    return now_fds <= fds and now_maps == maps
+    return now_fds <= fds and now_maps <= maps
 
 
 async def test_device_memory_through_the_service(service: Service) -> None:
