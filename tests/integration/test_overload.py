@@ -351,11 +351,14 @@ def test_high_priority_overtakes_a_low_priority_flood(tmp_path: Path) -> None:
     """One worker, 64 LOW requests in flight on it (the default bound), ~190 more queued in the
     service: each HIGH request completes after at most the LOW one that frees a slot for it and
     the one the worker is running then (plus one whose reply crosses ours) — never after the
-    queue, neither the service's nor the worker's own."""
+    queue, neither the service's nor the worker's own. The count is of LOW replies the client
+    handles meanwhile, and on a loaded machine a reply or two that arrived before the HIGH
+    request was sent are handled after it (the same event loop runs both clients): two more
+    are allowed, against the ~190 it must overtake."""
     model = busy_model(256, 4)
     with limited_service(str(tmp_path), workers=1) as service:
         counts = anyio.run(_high_under_flood, service.path, 4 * DEFAULT_MAX_IN_FLIGHT, 3, model)
-    assert max(counts) <= 4, counts
+    assert max(counts) <= 6, counts
 
 
 # -- figures (run as a script) ---------------------------------------------------------------
