@@ -314,6 +314,8 @@ def test_executes_from_other_nodes_run_on_a_free_lane(cluster: Any) -> None:
             assert _actor_statistics(lane)["received"] == 20
 
             ray.kill(ray.get_actor(lane), no_restart=True)  # as if its driver crashed
+            assert await anyio.to_thread.run_sync(  # ray.kill returns before the actor is gone
+                lambda: _wait_until(lambda: not _answers(lane), 30))
             with pytest.raises(nnrt.UnavailableDevice, match="lane running the request died"):
                 await compiled.execute([x], timeout=30)
             assert (rt.statistics().nodes[other.node].retried, other.state) == (0, "up")
