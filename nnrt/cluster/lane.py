@@ -32,7 +32,7 @@ from typing import Any
 
 import ray
 
-from nnrt.cluster.prepared import COMPILE_OPTIONS, model_handle
+from nnrt.cluster.prepared import COMPILE_OPTIONS, Users, model_handle
 from nnrt.cluster.process import DIRECTORY_PREFIX
 from nnrt.cluster.shipping import (
     check_digest,
@@ -64,7 +64,7 @@ class NodeLane:
         self._directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-lane-")
         #: Prepared models by handle, and per handle the clients' prepares not yet released.
         self._models: dict[str, PreparedModel] = {}
-        self._users: dict[str, int] = {}
+        self._users = Users()
         self.received = 0
 
     def prepare(self, digest: str, model: list[Any], options: dict[str, Any]
@@ -86,7 +86,7 @@ class NodeLane:
                 if isinstance(prepared, str):
                     return ("unsuited", prepared)
                 self._models[handle] = prepared
-            self._users[handle] = self._users.get(handle, 0) + 1
+            self._users.add(handle)
             return ("ok", handle)
         except NnrtError as exc:
             return error_reply(exc)
@@ -109,12 +109,9 @@ class NodeLane:
     def release(self, handle: str) -> None:
         """A client let go of the model it prepared here as ``handle``; the last one
         releases it."""
-        users = self._users.get(handle, 0) - 1 if isinstance(handle, str) else 0
-        if users > 0:
-            self._users[handle] = users
+        if not self._users.drop(handle):
             return
-        self._users.pop(handle, None)
-        prepared = self._models.pop(handle, None) if isinstance(handle, str) else None
+        prepared = self._models.pop(handle, None)
         if prepared is not None:
             prepared.release()
 

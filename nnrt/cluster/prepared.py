@@ -1,11 +1,11 @@
 """``PreparedModels``: the models one node's actor compiled for clients on other nodes.
 
-A node's :class:`~nnrt.cluster.actor.NodeService` and each of its lanes
-(:class:`~nnrt.cluster.lane.NodeLane`) keep one: a model arrives once per actor process as
-model-file bytes through Ray's object store (``prepare``, checked against its digest), is
-compiled on that actor's connection to the node's service and named by a handle
-(:func:`model_handle`) that executes then send; a handle the actor does not know (a restarted
-actor) is answered ``("missing",)`` so that the client prepares again.
+A node's :class:`~nnrt.cluster.actor.NodeService` keeps one: a model arrives once per actor
+process as model-file bytes through Ray's object store (``prepare``, checked against its
+digest), is compiled on that actor's connection to the node's service and named by a handle
+(:func:`model_handle`, which the node's lanes use too) that executes then send; a handle the
+actor does not know (a restarted actor) is answered ``("missing",)`` so that the client
+prepares again.
 """
 
 from __future__ import annotations
@@ -19,11 +19,37 @@ from nnrt.errors import BadData, NnrtError
 from nnrt.runtime.compiled import CompiledModel
 from nnrt.runtime.runtime import Runtime
 
-__all__ = ["COMPILE_OPTIONS", "PreparedModels", "model_handle"]
+__all__ = ["COMPILE_OPTIONS", "PreparedModels", "Users", "model_handle"]
 
 #: The ``compile`` options a client may send with a model.
 COMPILE_OPTIONS = ("preference", "priority", "devices", "allow_fallback", "step_cost", "name",
                    "shape_variants")
+
+
+class Users:
+    """Per model handle, the clients' prepares not yet released (their compiled models)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def add(self, handle: str) -> None:
+        """One more client prepared ``handle``."""
+        self._counts[handle] = self._counts.get(handle, 0) + 1
+
+    def drop(self, handle: object) -> bool:
+        """A client released ``handle``: whether it was the last (the model goes then)."""
+        if not isinstance(handle, str):
+            return False
+        left = self._counts.get(handle, 0) - 1
+        if left > 0:
+            self._counts[handle] = left
+            return False
+        self._counts.pop(handle, None)
+        return True
+
+    def clear(self) -> None:
+        """Forget every count (the models go all at once)."""
+        self._counts.clear()
 
 
 class PreparedModels:
@@ -31,16 +57,12 @@ class PreparedModels:
 
     def __init__(self) -> None:
         self._models: dict[str, asyncio.Future[CompiledModel]] = {}
-        #: Per handle: the prepares not yet released (clients' compiled models using it).
-        self._users: dict[str, int] = {}
+        self._users = Users()
         #: Executes that arrived through Ray.
         self.received = 0
 
     def __len__(self) -> int:
         return len(self._models)
-
-    def __contains__(self, handle: object) -> bool:
-        return isinstance(handle, str) and handle in self._models
 
     async def prepare(self, runtime: Runtime, directory: str, digest: str, model: list[Any],
                       options: dict[str, Any]) -> tuple[Any, ...]:
@@ -50,21 +72,16 @@ class PreparedModels:
         try:
             handle = model_handle(check_digest(digest), options)
             await self._compiled(runtime, directory, handle, digest, model, options)
-            self._users[handle] = self._users.get(handle, 0) + 1
+            self._users.add(handle)
             return ("ok", handle)
         except NnrtError as exc:
             return error_reply(exc)
 
     async def release(self, handle: object) -> None:
         """A client let go of the model it prepared as ``handle``; the last one releases it."""
-        if not isinstance(handle, str):
+        if not self._users.drop(handle):
             return
-        users = self._users.get(handle, 0) - 1
-        if users > 0:
-            self._users[handle] = users
-            return
-        self._users.pop(handle, None)
-        pending = self._models.pop(handle, None)
+        pending = self._models.pop(str(handle), None)
         if pending is not None and pending.done() and pending.exception() is None:
             await pending.result().release()
 
@@ -91,11 +108,6 @@ class PreparedModels:
         for pending in models.values():
             if pending.done() and pending.exception() is None:
                 await pending.result().release()
-
-    def forget(self) -> None:
-        """Drop every model without releasing it (its service is gone with them)."""
-        self._models.clear()
-        self._users.clear()
 
     async def _compiled(self, runtime: Runtime, directory: str, handle: str, digest: str,
                         model: list[Any], options: dict[str, Any]) -> CompiledModel:

@@ -102,11 +102,11 @@ class ClusterRoute:
         """Tell every node actor and lane that prepared the model to let go of it (no reply
         awaited: a node lost meanwhile has let go already)."""
         prepared, self._prepared = self._prepared, {}
-        for node in self._session.nodes:
-            for (where, lane), (pid, handle) in prepared.items():
-                if where == node.node and (lane != NODE_ACTOR or (
-                        pid == node.pid and node.state == "up")):
-                    _actor(node, lane).release.remote(handle)
+        nodes = {node.node: node for node in self._session.nodes}
+        for (where, lane), (pid, handle) in prepared.items():
+            node = nodes[where]
+            if lane != NODE_ACTOR or (pid == node.pid and node.state == "up"):
+                _actor(node, lane).release.remote(handle)
 
     def _compiled(self) -> CompiledModel:
         compiled = self._owner()
